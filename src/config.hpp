@@ -1,0 +1,62 @@
+// The model's shape: everything needed to size weights, activations and cache.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace pd {
+
+// Two decoder families, with the semantics of their Hugging Face classes.
+//   gpt2 : learned positions, LayerNorm with bias, GELU (tanh) MLP, biases everywhere.
+//   llama: rotary positions ("rotate half"), RMSNorm, SwiGLU MLP, no biases, GQA.
+enum class Family { gpt2, llama };
+
+struct Config {
+    std::string name;       // "tiny", "synthetic:bench-llama-125m", a folder path ...
+    Family family = Family::llama;
+    int dim = 0;            // hidden size (d_model)
+    int hidden_dim = 0;     // MLP intermediate size
+    int n_layers = 0;
+    int n_heads = 0;        // query heads
+    int n_kv_heads = 0;     // key/value heads: == n_heads is MHA, 1 is MQA, between is GQA
+    int head_dim = 0;       // usually dim / n_heads, but Llama configs may set it apart
+    int vocab_size = 0;
+    int max_seq_len = 0;    // context length: positions 0 .. max_seq_len-1
+    float norm_eps = 1e-5f;
+    float rope_theta = 10000.0f;
+    bool tied_head = true;  // output head shares the token embedding matrix
+    int bos_id = -1;        // -1: the model has none
+    int eos_id = -1;
+
+    int q_dim() const { return n_heads * head_dim; }
+    int kv_dim() const { return n_kv_heads * head_dim; }
+    // Query heads that share one KV head (1 for MHA, n_heads for MQA).
+    int group_size() const { return n_heads / n_kv_heads; }
+
+    // Parameters, counting a tied head once.
+    std::size_t n_params() const;
+    // Parameters of the matrix products a decode step streams from memory
+    // (every Linear weight plus the head; not embeddings, norms or biases).
+    std::size_t n_matmul_params() const;
+    // K and V for one token in every layer, in elements: 2 * L * H_kv * D.
+    std::size_t kv_elems_per_token() const { return 2ull * n_layers * n_kv_heads * head_dim; }
+};
+
+const char* family_name(Family f);
+
+// Checks the invariants (heads divide evenly, sizes positive, ...); fails with
+// a UserError that names the offending field of `origin`.
+void validate(const Config& c, const std::string& origin);
+
+// Reads a Hugging Face config.json (model_type gpt2 or llama).
+Config load_hf_config(const std::filesystem::path& config_json);
+
+// Parses "PRESET", "FAMILY,key=value,..." or "PRESET,key=value,..." (the part
+// after "synthetic:"). Returns the shape and the seed in `seed`.
+Config synthetic_config(const std::string& spec, unsigned long long& seed);
+
+// The preset names, for --help and error messages.
+std::string synthetic_presets_help();
+
+}  // namespace pd

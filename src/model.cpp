@@ -1,0 +1,214 @@
+#include "model.hpp"
+
+#include <omp.h>
+
+#include <cstring>
+
+#include "attention.hpp"
+#include "ops.hpp"
+
+namespace pd {
+
+Model make_model(Config config, Weights w, Precision precision) {
+    Model m{std::move(config), precision, std::move(w), {}, {}};
+    const Config& c = m.config;
+    if (c.family == Family::llama) {
+        std::size_t n = std::size_t(c.max_seq_len) * (c.head_dim / 2);
+        m.rope_cos.resize(n);
+        m.rope_sin.resize(n);
+        rope_tables(m.rope_cos.data(), m.rope_sin.data(), c.max_seq_len, c.head_dim, c.rope_theta);
+    }
+    return m;
+}
+
+static void size_run_state(RunState& st, const Config& c, int rows) {
+    std::size_t R = std::size_t(rows);
+    int mlp_rows = c.family == Family::llama ? 2 * c.hidden_dim : c.hidden_dim;
+    st.capacity = rows;
+    st.threads = omp_get_max_threads();
+    st.x.resize(R * c.dim);
+    st.xn.resize(R * c.dim);
+    st.qkv.resize(R * (c.q_dim() + 2 * c.kv_dim()));
+    st.q.resize(R * c.q_dim());
+    st.att.resize(R * c.q_dim());
+    st.proj.resize(R * c.dim);
+    st.mlp_h.resize(R * mlp_rows);
+    st.mlp_act.resize(R * c.hidden_dim);
+    st.scores.resize(std::size_t(st.threads) * c.max_seq_len);
+    st.token.resize(R);
+    st.slot.resize(R);
+    st.pos.resize(R);
+    st.keep_rows.reserve(R);
+    // Logits for one row per sequence are always possible without growing.
+    st.kept.reserve(R * c.dim);
+    st.logits.reserve(std::size_t(std::min(rows, kSmallM)) * c.vocab_size);
+}
+
+RunState make_run_state(const Config& c, int capacity) {
+    RunState st;
+    size_run_state(st, c, capacity);
+    return st;
+}
+
+KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
+    const Config& c = m.config;
+    int S = max_seq > 0 ? std::min(max_seq, c.max_seq_len) : c.max_seq_len;
+    return make_kv_cache(c.n_layers, batch, c.n_kv_heads, S, c.head_dim);
+}
+
+namespace {
+
+enum class Phase { prefill, decode };
+
+void check_tokens(const Config& c, std::span<const int> tokens) {
+    for (int t : tokens)
+        if (t < 0 || t >= c.vocab_size)
+            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t,
+                 c.vocab_size - 1);
+}
+
+// The layers, for the rows described by st.token / st.slot / st.pos.
+// Returns logits for st.keep_rows.
+const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Phase phase) {
+    const Config& c = m.config;
+    const Weights& w = m.w;
+    const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
+    const int qkv_stride = Q + 2 * KV;
+    const bool llama = c.family == Family::llama;
+    float* x = st.x.data();
+
+    // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
+    for (int r = 0; r < rows; r++) {
+        std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(st.token[r]) * D,
+                    sizeof(float) * D);
+        if (!llama) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
+    }
+
+    for (int l = 0; l < c.n_layers; l++) {
+        const LayerWeights& L = w.layers[l];
+
+        // 2. Attention sublayer input: xn = norm(x).
+        if (llama) rmsnorm(st.xn.data(), x, L.norm1_w.data(), rows, D, c.norm_eps);
+        else layernorm(st.xn.data(), x, L.norm1_w.data(), L.norm1_b.data(), rows, D, c.norm_eps);
+
+        // 3. Project to queries, keys and values: (rows, D) -> (rows, Q + 2 KV).
+        linear_forward(L.qkv, st.xn.data(), rows, st.qkv.data());
+
+        // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
+        if (llama) {
+            rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, st.pos.data(),
+                 m.rope_cos.data(), m.rope_sin.data());
+            rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, st.pos.data(),
+                 m.rope_cos.data(), m.rope_sin.data());
+        }
+
+        // 5. Append each row's K and V to its sequence's cache, at its position.
+        for (int r = 0; r < rows; r++) {
+            const float* row = st.qkv.data() + std::size_t(r) * qkv_stride;
+            kv_write(cache, l, st.slot[r], st.pos[r], row + Q, row + Q + KV);
+            std::memcpy(st.q.data() + std::size_t(r) * Q, row, sizeof(float) * Q);
+        }
+
+        // 6. Attention over the cache.
+        //    Prefill: T queries of one sequence, query i sees positions 0..start+i.
+        //    Decode : one query per sequence, each sees its whole cache.
+        if (phase == Phase::prefill)
+            attention_prefill(st.att.data(), st.q.data(), cache, l, st.slot[0], st.pos[0], rows,
+                              c.n_heads, st.scores.data());
+        else
+            attention_decode(st.att.data(), st.q.data(), cache, l, st.slot.data(), st.pos.data(),
+                             rows, c.n_heads, st.scores.data());
+
+        // 7. Output projection and residual: x += att @ Wo^T.
+        linear_forward(L.attn_out, st.att.data(), rows, st.proj.data());
+        add_inplace(x, st.proj.data(), std::size_t(rows) * D);
+
+        // 8. MLP sublayer: x += mlp(norm(x)).
+        if (llama) rmsnorm(st.xn.data(), x, L.norm2_w.data(), rows, D, c.norm_eps);
+        else layernorm(st.xn.data(), x, L.norm2_w.data(), L.norm2_b.data(), rows, D, c.norm_eps);
+        linear_forward(L.mlp_in, st.xn.data(), rows, st.mlp_h.data());
+        const float* act = st.mlp_h.data();
+        if (llama) {
+            swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F);  // silu(gate) * up
+            act = st.mlp_act.data();
+        } else {
+            gelu_tanh(st.mlp_h.data(), std::size_t(rows) * F);    // in place
+        }
+        linear_forward(L.mlp_out, act, rows, st.proj.data());
+        add_inplace(x, st.proj.data(), std::size_t(rows) * D);
+    }
+
+    // 9. Final norm and output head, only for the rows whose logits are wanted.
+    const int kept = int(st.keep_rows.size());
+    st.kept.resize(std::size_t(kept) * D);
+    st.logits.resize(std::size_t(kept) * c.vocab_size);
+    for (int i = 0; i < kept; i++) {
+        const float* xr = x + std::size_t(st.keep_rows[i]) * D;
+        float* o = st.kept.data() + std::size_t(i) * D;
+        if (llama) rmsnorm(o, xr, w.norm_f_w.data(), 1, D, c.norm_eps);
+        else layernorm(o, xr, w.norm_f_w.data(), w.norm_f_b.data(), 1, D, c.norm_eps);
+    }
+    linear_forward(w.head, st.kept.data(), kept, st.logits.data());
+    return st.logits.data();
+}
+
+void ensure_threads(RunState& st, const Config& c) {
+    // A caller that raised the thread count after make_run_state(): grow the
+    // per-thread scratch (outside any decode loop that keeps threads fixed).
+    if (omp_get_max_threads() > st.threads) {
+        st.threads = omp_get_max_threads();
+        st.scores.resize(std::size_t(st.threads) * c.max_seq_len);
+    }
+}
+
+}  // namespace
+
+const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
+                     std::span<const int> tokens, Keep keep) {
+    const Config& c = m.config;
+    const int T = int(tokens.size());
+    if (T == 0) fail("prefill needs at least one token (the prompt is empty)");
+    if (slot < 0 || slot >= cache.batch) fail("sequence slot {} is outside the cache's batch of {}", slot, cache.batch);
+    check_tokens(c, tokens);
+    const int start = cache.seq_len[slot];
+    if (start + T > cache.max_seq)
+        fail("{} prompt tokens after {} cached ones exceed the context length of {} "
+             "(shorten the prompt or generate fewer tokens)", T, start, cache.max_seq);
+    if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
+    ensure_threads(st, c);
+    for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
+    st.keep_rows.clear();
+    if (keep == Keep::all)
+        for (int i = 0; i < T; i++) st.keep_rows.push_back(i);
+    else
+        st.keep_rows.push_back(T - 1);
+    const float* logits = forward(m, cache, st, T, Phase::prefill);
+    cache.seq_len[slot] = start + T;
+    return logits;
+}
+
+const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
+                    std::span<const int> tokens) {
+    const Config& c = m.config;
+    const int rows = int(tokens.size());
+    if (rows == 0 || slots.size() != tokens.size())
+        fail("decode needs one token per sequence ({} slots, {} tokens)", slots.size(), tokens.size());
+    if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
+    check_tokens(c, tokens);
+    ensure_threads(st, c);
+    st.keep_rows.clear();
+    for (int r = 0; r < rows; r++) {
+        int b = slots[r];
+        if (b < 0 || b >= cache.batch) fail("sequence slot {} is outside the cache's batch of {}", b, cache.batch);
+        if (cache.seq_len[b] == 0) fail("decode on sequence {} before any prefill: its cache is empty", b);
+        if (cache.seq_len[b] + 1 > cache.max_seq)
+            fail("sequence {} is full: {} tokens fill the context length of {}", b, cache.seq_len[b], cache.max_seq);
+        st.token[r] = tokens[r], st.slot[r] = b, st.pos[r] = cache.seq_len[b];
+        st.keep_rows.push_back(r);
+    }
+    const float* logits = forward(m, cache, st, rows, Phase::decode);
+    for (int r = 0; r < rows; r++) cache.seq_len[slots[r]] += 1;
+    return logits;
+}
+
+}  // namespace pd

@@ -1,0 +1,73 @@
+// The decoder: weights + run state + KV cache, and the two phases of inference.
+//
+//   prefill(tokens) : every prompt token in ONE forward pass. The matrix
+//                     products see T rows at once (compute-bound), attention is
+//                     causal within the prompt, and the K/V of all T tokens are
+//                     appended to the cache. The last row's logits give token 1.
+//   decode(token)   : ONE new token per sequence. Its K/V are appended and it
+//                     attends to everything cached. Each step streams every
+//                     weight from memory for one row of work (memory-bound).
+//
+// Both run the same layers (forward() in model.cpp); they differ in how many
+// rows go through and in which attention kernel reads the cache.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "config.hpp"
+#include "kv_cache.hpp"
+#include "weights.hpp"
+
+namespace pd {
+
+struct Model {
+    Config config;
+    Precision precision = Precision::f32;
+    Weights w;
+    std::vector<float> rope_cos, rope_sin;  // (max_seq, head_dim/2), Llama only
+};
+
+Model make_model(Config config, Weights w, Precision precision);
+
+// Scratch for one forward pass of up to `capacity` rows (tokens). Sized once;
+// decode never allocates.
+struct RunState {
+    int capacity = 0;            // rows a forward pass can take
+    int threads = 0;             // attention scratch is per OpenMP thread
+    std::vector<float> x;        // (rows, dim) residual stream
+    std::vector<float> xn;       // (rows, dim) normalised input of a sublayer
+    std::vector<float> qkv;      // (rows, q_dim + 2*kv_dim) projections [q | k | v]
+    std::vector<float> q;        // (rows, q_dim) queries after rotary
+    std::vector<float> att;      // (rows, q_dim) attention output, heads concatenated
+    std::vector<float> proj;     // (rows, dim) output of attn_out and mlp_out
+    std::vector<float> mlp_h;    // (rows, mlp_in.out) MLP hidden before activation
+    std::vector<float> mlp_act;  // (rows, hidden) after activation
+    std::vector<float> kept;     // (kept rows, dim) final-normed rows whose logits we want
+    std::vector<float> logits;   // (kept rows, vocab)
+    std::vector<float> scores;   // (threads, max_seq) attention scores scratch
+    std::vector<int> token;      // (rows) token id of each row
+    std::vector<int> slot;       // (rows) cache slot (sequence) of each row
+    std::vector<int> pos;        // (rows) position of each row in its sequence
+    std::vector<int> keep_rows;  // (kept rows) which rows get logits
+};
+
+RunState make_run_state(const Config& c, int capacity);
+
+KVCache make_kv_cache(const Model& m, int batch, int max_seq = 0);
+
+// Which logits prefill returns: the last prompt position's (the one that picks
+// the first output token) or every position's (for `pdlab logits`, tests).
+enum class Keep { last, all };
+
+// Appends `tokens` to sequence `slot`, positions continuing from its cache
+// length (so a prompt can come in chunks, after a cached prefix).
+// Returns logits: (1, vocab) for Keep::last, (T, vocab) for Keep::all.
+const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
+                     std::span<const int> tokens, Keep keep = Keep::last);
+
+// One new token for each sequence in `slots`. Returns logits (rows, vocab).
+const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
+                    std::span<const int> tokens);
+
+}  // namespace pd

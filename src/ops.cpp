@@ -1,0 +1,107 @@
+#include "ops.hpp"
+
+#include <cmath>
+
+namespace pd {
+
+void rmsnorm(float* out, const float* x, const float* w, int M, int D, float eps) {
+#pragma omp parallel for schedule(static) if (M > 1)
+    for (int m = 0; m < M; m++) {
+        const float* xr = x + long(m) * D;
+        float* o = out + long(m) * D;
+        float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+        for (int i = 0; i < D; i++) ss += xr[i] * xr[i];
+        float scale = 1.0f / std::sqrt(ss / D + eps);
+#pragma omp simd
+        for (int i = 0; i < D; i++) o[i] = w[i] * (xr[i] * scale);
+    }
+}
+
+void layernorm(float* out, const float* x, const float* w, const float* b, int M, int D, float eps) {
+#pragma omp parallel for schedule(static) if (M > 1)
+    for (int m = 0; m < M; m++) {
+        const float* xr = x + long(m) * D;
+        float* o = out + long(m) * D;
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int i = 0; i < D; i++) sum += xr[i];
+        float mean = sum / D;
+        float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+        for (int i = 0; i < D; i++) var += (xr[i] - mean) * (xr[i] - mean);
+        float scale = 1.0f / std::sqrt(var / D + eps);
+#pragma omp simd
+        for (int i = 0; i < D; i++) o[i] = (xr[i] - mean) * scale * w[i] + b[i];
+    }
+}
+
+void gelu_tanh(float* x, long n) {
+    const float k = std::sqrt(2.0f / float(M_PI));
+#pragma omp parallel for simd schedule(static) if (n > 4096)
+    for (long i = 0; i < n; i++) {
+        float v = x[i];
+        x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+    }
+}
+
+void swiglu(float* out, const float* gate_up, int M, int F) {
+#pragma omp parallel for schedule(static) if (long(M) * F > 4096)
+    for (int m = 0; m < M; m++) {
+        const float* g = gate_up + long(m) * 2 * F;
+        const float* u = g + F;
+        float* o = out + long(m) * F;
+#pragma omp simd
+        for (int i = 0; i < F; i++) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    }
+}
+
+void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float theta) {
+    int half = D / 2;
+    for (int p = 0; p < max_seq; p++)
+        for (int i = 0; i < half; i++) {
+            // Same float32 arithmetic as Hugging Face: inv_freq in f32, then pos * inv_freq.
+            float inv_freq = 1.0f / std::pow(theta, float(2 * i) / float(D));
+            float angle = float(p) * inv_freq;
+            cos_table[long(p) * half + i] = std::cos(angle);
+            sin_table[long(p) * half + i] = std::sin(angle);
+        }
+}
+
+void rope(float* x, int M, int stride, int n_heads, int D, const int* pos, const float* cos_table,
+          const float* sin_table) {
+    int half = D / 2;
+#pragma omp parallel for collapse(2) schedule(static) if (M > 1)
+    for (int m = 0; m < M; m++)
+        for (int h = 0; h < n_heads; h++) {
+            float* v = x + long(m) * stride + long(h) * D;
+            const float* c = cos_table + long(pos[m]) * half;
+            const float* s = sin_table + long(pos[m]) * half;
+#pragma omp simd
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half];
+                v[i] = a * c[i] - b * s[i];
+                v[i + half] = b * c[i] + a * s[i];
+            }
+        }
+}
+
+void softmax(float* x, int n) {
+    float mx = x[0];
+    for (int i = 1; i < n; i++) mx = std::max(mx, x[i]);
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = std::exp(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void add_inplace(float* y, const float* x, long n) {
+#pragma omp parallel for simd schedule(static) if (n > 16384)
+    for (long i = 0; i < n; i++) y[i] += x[i];
+}
+
+}  // namespace pd

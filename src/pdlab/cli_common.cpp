@@ -1,0 +1,98 @@
+#include "cli_common.hpp"
+
+#include <omp.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace pd::cli {
+
+void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
+    app->add_option("--model,-m", o.model, model_help())->capture_default_str();
+    app->add_option("--threads,-t", o.threads,
+                    "OpenMP threads for every kernel (default: all cores). Timings depend on it: "
+                    "report it with them.")
+        ->check(CLI::PositiveNumber.description("(a positive number)"));
+    app->add_option("--precision", o.precision,
+                    "f32: weights and math in float32. bf16: weights stored in bfloat16 (half the "
+                    "bytes for decode to stream), products accumulated in float32.")
+        ->check(CLI::IsMember({"f32", "bf16"}))
+        ->capture_default_str();
+    app->add_option("--device", o.device,
+                    "cpu, or cuda for the GPU backend (refused with a clear message where this "
+                    "build or machine has none)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+    if (with_json) app->add_option("--json", o.json, "also write the results to this JSON file");
+}
+
+void add_prompt(CLI::App* app, PromptOptions& p, bool required) {
+    auto* text = app->add_option("--prompt,-p", p.text, "prompt text (tokenised with the model's tokenizer)");
+    auto* ids = app->add_option("--prompt-ids", p.ids, "prompt as comma-separated token ids, e.g. 1,2,3");
+    text->excludes(ids);
+    ids->excludes(text);
+    if (required) {
+        app->callback([app]() {
+            if (app->count("--prompt") + app->count("--prompt-ids") == 0)
+                throw CLI::RequiredError("--prompt or --prompt-ids");
+        });
+    }
+}
+
+void apply_runtime(const CommonOptions& o) {
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    parse_precision(o.precision);
+    Device d = parse_device(o.device);
+    std::string why;
+    if (d == Device::cuda && !cuda_available(&why))
+        fail("--device cuda is not available: {}. Use --device cpu.", why);
+}
+
+Session open_session(const CommonOptions& o, int batch, int max_seq) {
+    apply_runtime(o);
+    Session s;
+    s.loaded = load_model(o.model, parse_precision(o.precision));
+    EngineOptions eo;
+    eo.device = parse_device(o.device);
+    eo.batch = batch;
+    eo.max_seq = max_seq;
+    s.engine = make_engine(s.loaded.model, eo);
+    return s;
+}
+
+std::vector<int> parse_ids(const std::string& list) {
+    std::vector<int> ids;
+    std::stringstream ss(list);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        std::size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
+        if (a == std::string::npos) fail("empty entry in the id list \"{}\"", list);
+        item = item.substr(a, b - a + 1);
+        try {
+            std::size_t used = 0;
+            long v = std::stol(item, &used);
+            if (used != item.size()) throw std::invalid_argument(item);
+            if (v < INT32_MIN || v > INT32_MAX) throw std::out_of_range(item);
+            ids.push_back(int(v));
+        } catch (const std::exception&) {
+            fail("\"{}\" in the id list is not an integer token id (expected e.g. 1,2,3)", item);
+        }
+    }
+    if (ids.empty()) fail("the id list is empty (expected e.g. 1,2,3)");
+    return ids;
+}
+
+std::vector<int> prompt_ids(const PromptOptions& p, const Tokenizer& tok) {
+    if (!p.ids.empty()) return parse_ids(p.ids);
+    auto ids = tok.encode(p.text);
+    if (ids.empty()) fail("the prompt is empty: give some text to --prompt");
+    return ids;
+}
+
+void write_json_file(const std::string& path, const std::string& json_text) {
+    std::ofstream out(path);
+    if (!out) fail("cannot write {}: check that its folder exists and is writable", path);
+    out << json_text << "\n";
+}
+
+}  // namespace pd::cli

@@ -1,0 +1,47 @@
+// pdlab info: what a model is, and what it costs in memory.
+#include <cstdio>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+namespace pd::cli {
+
+Command add_info(CLI::App& app) {
+    auto o = std::make_shared<CommonOptions>();
+    auto* sub = app.add_subcommand("info",
+        "Load a model and print its family, shapes, parameter count, weight bytes and KV-cache\n"
+        "bytes per token (2 x layers x KV heads x head_dim x bytes per element).\n"
+        "Example: pdlab info --model synthetic:bench-llama-125m");
+    add_common(sub, *o, false);
+    return {sub, [o]() {
+        Session s = open_session(*o);
+        const Config& c = s.engine->config();
+        const Model& m = s.engine->host_model();
+        std::size_t kv_token = c.kv_elems_per_token() * sizeof(float);
+        std::printf("model            %s\n", o->model.c_str());
+        std::printf("family           %s\n", family_name(c.family));
+        std::printf("layers           %d\n", c.n_layers);
+        std::printf("hidden size      %d (MLP %d)\n", c.dim, c.hidden_dim);
+        std::printf("attention        %d query heads, %d KV heads (%s, group %d), head_dim %d\n", c.n_heads,
+                    c.n_kv_heads,
+                    c.n_kv_heads == c.n_heads ? "MHA" : c.n_kv_heads == 1 ? "MQA" : "GQA", c.group_size(),
+                    c.head_dim);
+        std::printf("vocabulary       %d (%s)\n", c.vocab_size, s.loaded.tokenizer.kind().c_str());
+        std::printf("context          %d positions\n", c.max_seq_len);
+        std::printf("output head      %s\n", c.tied_head ? "tied to the token embedding" : "separate");
+        std::printf("parameters       %.2f M\n", double(c.n_params()) / 1e6);
+        std::printf("matrix weights   %.1f MB in %s (read once per decode step)\n",
+                    double(matmul_weight_bytes(m.w)) / 1e6, precision_name(m.precision));
+        std::printf("KV cache         %zu bytes per token (f32), %.1f MB at the full context\n", kv_token,
+                    double(kv_token) * c.max_seq_len / 1e6);
+        std::printf("device           %s (%s)\n", device_name(s.engine->device()), s.engine->hardware().c_str());
+        if (s.loaded.file_bytes)
+            std::printf("loaded           %.1f MB of checkpoint in %.0f ms\n", double(s.loaded.file_bytes) / 1e6,
+                        s.loaded.load_ms);
+        else
+            std::printf("made             synthetic weights in %.0f ms\n", s.loaded.load_ms);
+        return 0;
+    }};
+}
+
+}  // namespace pd::cli

@@ -1,0 +1,38 @@
+// Choosing the next token from logits: greedy, or sampling with temperature,
+// top-k and top-p, reproducible from a seed.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace pd {
+
+struct SamplerConfig {
+    float temperature = 0.0f;  // 0 means greedy (argmax)
+    int top_k = 0;             // 0: no limit
+    float top_p = 1.0f;        // 1: no limit
+    std::uint64_t seed = 42;
+};
+
+// Checks ranges; fails with a UserError naming the flag.
+void validate(const SamplerConfig& s);
+
+struct Sampler {
+    SamplerConfig cfg;
+    std::mt19937_64 rng;
+    std::vector<int> order;     // (vocab) candidate ids, sorted by logit
+    std::vector<float> probs;   // (vocab) their probabilities
+};
+
+Sampler make_sampler(const SamplerConfig& cfg, int vocab_size);
+
+// Index of the largest logit (the first one on ties).
+int argmax(const float* logits, int n);
+
+// The next token: argmax when temperature is 0, else a draw from
+// softmax(logits / temperature) restricted to the top-k ids and then to the
+// smallest set whose probability reaches top-p.
+int sample(Sampler& s, const float* logits, int n);
+
+}  // namespace pd

@@ -1,0 +1,45 @@
+// Helpers shared by the unit tests: random inputs and the llm.c-style
+// closeness check |got - ref| <= atol + rtol * |ref|.
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+namespace pd::test {
+
+inline std::vector<float> randn(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+// Checks every element; reports the worst one so a failure says where to look.
+inline void check_close(const float* got, const float* ref, std::size_t n, float atol, float rtol,
+                        const std::string& what) {
+    std::size_t worst = 0, bad = 0;
+    double worst_excess = -1;
+    for (std::size_t i = 0; i < n; i++) {
+        double tol = atol + rtol * std::fabs(ref[i]);
+        double err = std::fabs(double(got[i]) - ref[i]);
+        if (!(err <= tol)) bad++;
+        if (!(err - tol <= worst_excess)) worst_excess = err - tol, worst = i;
+    }
+    INFO(fmt::format("{}: {} of {} elements outside atol {} + rtol {}*|ref|; worst at index {}: got {} "
+                     "expected {}", what, bad, n, atol, rtol, worst, got[worst], ref[worst]));
+    CHECK(bad == 0);
+}
+
+inline void check_close(const std::vector<float>& got, const std::vector<float>& ref, float atol,
+                        float rtol, const std::string& what) {
+    REQUIRE(got.size() == ref.size());
+    check_close(got.data(), ref.data(), got.size(), atol, rtol, what);
+}
+
+}  // namespace pd::test

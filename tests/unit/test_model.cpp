@@ -1,0 +1,185 @@
+// engine.model / engine.attention / engine.kv_cache: the two phases agree with
+// each other and with a cache-free reference.
+#include <algorithm>
+
+#include "attention.hpp"
+#include "check.hpp"
+#include "engine.hpp"
+#include "generate.hpp"
+#include "model_source.hpp"
+#include "reference.hpp"
+
+using namespace pd;
+using namespace pd::test;
+
+namespace {
+
+// Small models of both families and all three attention kinds.
+const char* kModels[] = {
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=4,vocab=97,ctx=64,tied=0",  // MHA
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64",         // GQA
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=1,vocab=97,ctx=64",         // MQA
+    "synthetic:gpt2,dim=64,ffn=256,layers=2,heads=4,vocab=97,ctx=64",                    // GPT-2
+};
+
+std::vector<int> some_tokens(int n, int vocab, int seed) {
+    std::vector<int> t(n);
+    for (int i = 0; i < n; i++) t[i] = (i * 37 + seed * 11 + 5) % vocab;
+    return t;
+}
+
+std::vector<float> copy_logits(const float* p, std::size_t rows, int V) {
+    return std::vector<float>(p, p + rows * V);
+}
+
+}  // namespace
+
+TEST_CASE("engine.model.prefill_equals_token_by_token_decode") {
+    for (const char* spec : kModels)
+        for (Precision p : {Precision::f32, Precision::bf16}) {
+            INFO(spec << " " << precision_name(p));
+            auto lm = load_model(spec, p, false);
+            const Model& m = *lm.model;
+            const int V = m.config.vocab_size, T = 20;  // T > 16: prefill takes the oneDNN path
+            auto toks = some_tokens(T, V, 1);
+            KVCache c1 = make_kv_cache(m, 1);
+            RunState s1 = make_run_state(m.config, 1);
+            auto all = copy_logits(prefill(m, c1, s1, 0, toks, Keep::all), T, V);
+            CHECK(c1.seq_len[0] == T);
+            // Token by token: prefill the first, decode the rest.
+            KVCache c2 = make_kv_cache(m, 1);
+            RunState s2 = make_run_state(m.config, 1);
+            std::vector<float> step = copy_logits(prefill(m, c2, s2, 0, {toks.data(), 1}), 1, V);
+            int slot = 0;
+            // bf16 prefill rounds activations to bf16 before oneDNN's matmul, decode does not.
+            float tol = p == Precision::f32 ? 2e-4f : 3e-2f;
+            check_close(step.data(), all.data(), V, tol, tol, "position 0");
+            for (int i = 1; i < T; i++) {
+                step = copy_logits(decode(m, c2, s2, {&slot, 1}, {&toks[i], 1}), 1, V);
+                check_close(step.data(), all.data() + std::size_t(i) * V, V, tol, tol,
+                            fmt::format("position {}: decode logits differ from prefill's", i));
+            }
+            CHECK(c2.seq_len[0] == T);
+        }
+}
+
+TEST_CASE("engine.model.chunked_prefill_continues_the_cache") {
+    for (const char* spec : kModels) {
+        INFO(spec);
+        auto lm = load_model(spec, Precision::f32, false);
+        const Model& m = *lm.model;
+        const int V = m.config.vocab_size;
+        auto toks = some_tokens(30, V, 2);
+        KVCache c1 = make_kv_cache(m, 1);
+        RunState s1 = make_run_state(m.config, 1);
+        auto whole = copy_logits(prefill(m, c1, s1, 0, toks), 1, V);
+        // The same prompt in chunks of 7, 18 (oneDNN path) and 5 tokens.
+        KVCache c2 = make_kv_cache(m, 1);
+        RunState s2 = make_run_state(m.config, 1);
+        prefill(m, c2, s2, 0, {toks.data(), 7});
+        prefill(m, c2, s2, 0, {toks.data() + 7, 18});
+        auto chunked = copy_logits(prefill(m, c2, s2, 0, {toks.data() + 25, 5}), 1, V);
+        CHECK(c2.seq_len[0] == 30);
+        check_close(chunked, whole, 2e-4f, 2e-4f, "last logits after chunked prefill");
+    }
+}
+
+TEST_CASE("engine.model.batched_decode_equals_single") {
+    auto lm = load_model(kModels[1], Precision::f32, false);
+    const Model& m = *lm.model;
+    const int V = m.config.vocab_size, B = 3;
+    // Three sequences of different lengths decode together.
+    KVCache cb = make_kv_cache(m, B);
+    RunState sb = make_run_state(m.config, B);
+    std::vector<std::vector<int>> prompts = {some_tokens(5, V, 3), some_tokens(12, V, 4), some_tokens(1, V, 5)};
+    for (int b = 0; b < B; b++) prefill(m, cb, sb, b, prompts[b]);
+    std::vector<int> slots = {0, 1, 2}, next = {7, 8, 9};
+    auto batched = copy_logits(decode(m, cb, sb, slots, next), B, V);
+    for (int b = 0; b < B; b++) {
+        KVCache c = make_kv_cache(m, 1);
+        RunState s = make_run_state(m.config, 1);
+        prefill(m, c, s, 0, prompts[b]);
+        int slot = 0;
+        auto single = copy_logits(decode(m, c, s, {&slot, 1}, {&next[b], 1}), 1, V);
+        check_close(batched.data() + std::size_t(b) * V, single.data(), V, 1e-5f, 1e-5f,
+                    fmt::format("sequence {} of the batch", b));
+        CHECK(cb.seq_len[b] == int(prompts[b].size()) + 1);
+    }
+}
+
+TEST_CASE("engine.model.cache_and_no_cache_greedy_agree") {
+    for (const char* spec : kModels) {
+        INFO(spec);
+        auto lm = load_model(spec, Precision::f32, false);
+        auto engine = make_engine(lm.model, {});
+        GenerateOptions g;
+        g.max_new_tokens = 12;
+        g.stop_at_eos = false;
+        auto prompt = some_tokens(6, lm.model->config.vocab_size, 6);
+        auto with = generate(*engine, prompt, g);
+        g.use_cache = false;
+        auto without = generate(*engine, prompt, g);
+        CHECK(with.generated_ids == without.generated_ids);
+        CHECK(with.trace.size() == 12);
+        CHECK(with.trace[1].tokens_in == 1);
+        CHECK(without.trace[1].tokens_in == 7);
+    }
+}
+
+TEST_CASE("engine.kv_cache.grows_one_column_per_decode_step") {
+    auto lm = load_model("synthetic:mha-h8-d64", Precision::f32, false);
+    auto engine = make_engine(lm.model, {});
+    GenerateOptions g;
+    g.max_new_tokens = 3;
+    g.stop_at_eos = false;
+    auto r = generate(*engine, std::vector<int>{1, 2, 3, 4}, g);
+    REQUIRE(r.trace.size() == 3);
+    CHECK(r.trace[0].kv_shape == "[1, 8, 4, 64]");
+    CHECK(r.trace[0].logits_pos == 3);
+    CHECK(r.trace[1].kv_shape == "[1, 8, 5, 64]");
+    CHECK(r.trace[1].logits_token == r.generated_ids[0]);
+    CHECK(r.trace[2].kv_shape == "[1, 8, 6, 64]");
+    CHECK(engine->cache_len(0) == 6);
+}
+
+TEST_CASE("engine.attention.prefill_matches_reference") {
+    // Cache-free reference attention over the same q, k, v, for MHA/GQA/MQA.
+    for (auto [Hq, Hkv] : {std::pair{4, 4}, {8, 2}, {6, 1}}) {
+        const int T = 9, D = 16, S = 16;
+        KVCache c = make_kv_cache(1, 1, Hkv, S, D);
+        auto q = randn(std::size_t(T) * Hq * D, 21), k = randn(std::size_t(T) * Hkv * D, 22),
+             v = randn(std::size_t(T) * Hkv * D, 23);
+        for (int t = 0; t < T; t++) kv_write(c, 0, 0, t, &k[std::size_t(t) * Hkv * D], &v[std::size_t(t) * Hkv * D]);
+        std::vector<float> got(q.size()), ref(q.size()), scratch(std::size_t(64) * S);
+        attention_prefill(got.data(), q.data(), c, 0, 0, 0, T, Hq, scratch.data());
+        ref::attention(ref.data(), q.data(), k.data(), v.data(), T, Hq, Hkv, D);
+        check_close(got, ref, 1e-5f, 1e-4f, fmt::format("attention Hq={} Hkv={}", Hq, Hkv));
+        // Decode for the last position equals prefill's last row.
+        std::vector<float> dec(std::size_t(Hq) * D);
+        int slot = 0, pos = T - 1;
+        attention_decode(dec.data(), q.data() + std::size_t(T - 1) * Hq * D, c, 0, &slot, &pos, 1, Hq, scratch.data());
+        check_close(dec.data(), ref.data() + std::size_t(T - 1) * Hq * D, dec.size(), 1e-5f, 1e-4f, "decode row");
+    }
+}
+
+TEST_CASE("engine.attention.gqa_head_map") {
+    CHECK(kv_head_for(0, 8, 2) == 0);
+    CHECK(kv_head_for(3, 8, 2) == 0);
+    CHECK(kv_head_for(4, 8, 2) == 1);
+    CHECK(kv_head_for(7, 8, 2) == 1);
+    CHECK(kv_head_for(5, 8, 8) == 5);  // MHA: its own head
+    CHECK(kv_head_for(5, 8, 1) == 0);  // MQA: all share one
+}
+
+TEST_CASE("engine.model.bad_input") {
+    auto lm = load_model(kModels[0], Precision::f32, false);
+    const Model& m = *lm.model;
+    KVCache c = make_kv_cache(m, 1);
+    RunState s = make_run_state(m.config, 1);
+    std::vector<int> bad = {1, 97};
+    CHECK_THROWS_WITH_AS(prefill(m, c, s, 0, bad), doctest::Contains("out of range"), UserError);
+    std::vector<int> too_long(65, 1);
+    CHECK_THROWS_WITH_AS(prefill(m, c, s, 0, too_long), doctest::Contains("context length"), UserError);
+    int slot = 0, tok = 1;
+    CHECK_THROWS_WITH_AS(decode(m, c, s, {&slot, 1}, {&tok, 1}), doctest::Contains("before any prefill"), UserError);
+}

@@ -1,0 +1,160 @@
+// engine.safetensors and engine.config: reading checkpoints and configs, and
+// refusing broken ones with a message that says what is wrong.
+#include <filesystem>
+#include <fstream>
+
+#include "check.hpp"
+#include "common.hpp"
+#include "config.hpp"
+#include "npy.hpp"
+#include "safetensors.hpp"
+
+using namespace pd;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+    fs::path p = fs::temp_directory_path() / ("pdlab_test_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+}
+
+// A safetensors file with the given header JSON and `data_bytes` bytes of data.
+void write_st(const fs::path& file, const std::string& header, std::size_t data_bytes,
+              std::uint64_t claimed_len = 0) {
+    std::ofstream out(file, std::ios::binary);
+    std::uint64_t n = claimed_len ? claimed_len : header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header;
+    for (std::size_t i = 0; i < data_bytes; i++) out.put(char(i));
+}
+
+}  // namespace
+
+TEST_CASE("engine.safetensors.reads_f32_f16_bf16") {
+    fs::path d = temp_dir("ok");
+    // 2 floats: 1.5, -2 ; 2 halves: 1.0 (0x3c00), -0.5 (0xb800); 2 bf16: 3.0 (0x4040), 0.25 (0x3e80)
+    std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                         R"("b":{"dtype":"F16","shape":[1,2],"data_offsets":[8,12]},)"
+                         R"("c":{"dtype":"BF16","shape":[2],"data_offsets":[12,16]},"__metadata__":{"format":"pt"}})";
+    {
+        std::ofstream out(d / "model.safetensors", std::ios::binary);
+        std::uint64_t n = header.size();
+        out.write(reinterpret_cast<const char*>(&n), 8);
+        out << header;
+        float f[2] = {1.5f, -2.0f};
+        std::uint16_t h[2] = {0x3c00, 0xb800}, b[2] = {0x4040, 0x3e80};
+        out.write(reinterpret_cast<const char*>(f), 8);
+        out.write(reinterpret_cast<const char*>(h), 4);
+        out.write(reinterpret_cast<const char*>(b), 4);
+    }
+    Checkpoint ck = Checkpoint::open(d);
+    REQUIRE(ck.find("a"));
+    REQUIRE(ck.find("b"));
+    CHECK(ck.find("b")->shape_str() == "[1, 2]");
+    CHECK(ck.find("__metadata__") == nullptr);
+    float out[2];
+    convert_to_f32(*ck.find("a"), out);
+    CHECK(out[0] == 1.5f);
+    CHECK(out[1] == -2.0f);
+    convert_to_f32(*ck.find("b"), out);
+    CHECK(out[0] == 1.0f);
+    CHECK(out[1] == -0.5f);
+    convert_to_f32(*ck.find("c"), out);
+    CHECK(out[0] == 3.0f);
+    CHECK(out[1] == 0.25f);
+    fs::remove_all(d);
+}
+
+TEST_CASE("engine.safetensors.refuses_broken_files") {
+    fs::path d = temp_dir("bad");
+    auto expect = [&](const std::string& what) {
+        CHECK_THROWS_WITH_AS(Checkpoint::open(d), doctest::Contains(what.c_str()), UserError);
+    };
+    expect("has no model.safetensors");
+    write_st(d / "model.safetensors", "", 0);
+    std::ofstream(d / "model.safetensors", std::ios::binary) << "abc";  // shorter than 8 bytes
+    expect("truncated");
+    write_st(d / "model.safetensors", "{}", 0, 1000);  // header length past the end
+    expect("truncated or corrupt");
+    write_st(d / "model.safetensors", "{not json", 0);
+    expect("not valid JSON");
+    write_st(d / "model.safetensors", R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+    expect("past the end");
+    write_st(d / "model.safetensors", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
+    expect("should take 12 bytes");
+    write_st(d / "model.safetensors", R"({"w":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", 4);
+    Checkpoint ck = Checkpoint::open(d);  // readable, but not convertible
+    float out[4];
+    CHECK_THROWS_WITH_AS(convert_to_f32(*ck.find("w"), out), doctest::Contains("dtype I8"), UserError);
+    fs::remove_all(d);
+}
+
+TEST_CASE("engine.config.hf_llama_and_gpt2") {
+    fs::path d = temp_dir("cfg");
+    std::ofstream(d / "config.json") << R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+        "num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":16,
+        "max_position_embeddings":128,"rms_norm_eps":1e-6,"rope_theta":500000.0,"vocab_size":300,
+        "tie_word_embeddings":true,"bos_token_id":1,"eos_token_id":[2,3]})";
+    Config c = load_hf_config(d / "config.json");
+    CHECK(c.family == Family::llama);
+    CHECK(c.head_dim == 16);
+    CHECK(c.q_dim() == 128);
+    CHECK(c.kv_dim() == 32);
+    CHECK(c.group_size() == 4);
+    CHECK(c.eos_id == 2);
+    CHECK(c.rope_theta == 500000.0f);
+    std::ofstream(d / "config.json") << R"({"model_type":"gpt2","n_embd":48,"n_layer":2,"n_head":4,
+        "n_positions":32,"vocab_size":100,"layer_norm_epsilon":1e-5})";
+    c = load_hf_config(d / "config.json");
+    CHECK(c.family == Family::gpt2);
+    CHECK(c.hidden_dim == 192);
+    CHECK(c.head_dim == 12);
+    CHECK(c.kv_elems_per_token() == 2u * 2 * 4 * 12);
+    std::ofstream(d / "config.json") << R"({"model_type":"bert"})";
+    CHECK_THROWS_WITH_AS(load_hf_config(d / "config.json"), doctest::Contains("not supported"), UserError);
+    std::ofstream(d / "config.json") << R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+        "num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":4,"vocab_size":300})";
+    CHECK_THROWS_WITH_AS(load_hf_config(d / "config.json"), doctest::Contains("multiple of"), UserError);
+    fs::remove_all(d);
+}
+
+TEST_CASE("engine.config.synthetic_presets") {
+    unsigned long long seed = 0;
+    Config c = synthetic_config("bench-llama-125m", seed);
+    CHECK(c.dim == 768);
+    CHECK(c.n_layers == 12);
+    CHECK(c.n_heads == 12);
+    CHECK(c.n_kv_heads == 4);
+    CHECK(c.head_dim == 64);
+    CHECK(c.hidden_dim == 2048);
+    CHECK(c.vocab_size == 32000);
+    CHECK(c.max_seq_len == 1024);
+    CHECK_FALSE(c.tied_head);
+    c = synthetic_config("mha-h8-d64", seed);
+    CHECK(c.n_kv_heads == 8);
+    CHECK(c.head_dim == 64);
+    c = synthetic_config("llama,dim=128,heads=4,kv_heads=2,seed=9", seed);
+    CHECK(c.head_dim == 32);
+    CHECK(seed == 9);
+    CHECK_THROWS_WITH_AS(synthetic_config("nope", seed), doctest::Contains("unknown synthetic preset"), UserError);
+    CHECK_THROWS_WITH_AS(synthetic_config("llama,colour=3", seed), doctest::Contains("unknown key"), UserError);
+    CHECK_THROWS_WITH_AS(synthetic_config("llama,dim=abc", seed), doctest::Contains("must be a number"), UserError);
+}
+
+TEST_CASE("engine.safetensors.npy_header") {
+    fs::path d = temp_dir("npy");
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    write_npy(d / "a.npy", v, {2, 3});
+    std::ifstream in(d / "a.npy", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    CHECK(all.substr(1, 5) == "NUMPY");
+    std::uint16_t hl;
+    std::memcpy(&hl, all.data() + 8, 2);
+    CHECK((10 + hl) % 64 == 0);
+    CHECK(all.find("'shape': (2, 3)") != std::string::npos);
+    CHECK(all.size() == 10 + hl + 24u);
+    fs::remove_all(d);
+}
