@@ -60,7 +60,7 @@ TEST_CASE("engine.timing.stats") {
     Stats s = summarize({1, 2, 3, 4, 100});
     CHECK(s.median == 3);
     CHECK(s.mean == doctest::Approx(22));
-    CHECK(s.stdev == doctest::Approx(43.6177).epsilon(1e-4)  // sqrt(7610 / 4));
+    CHECK(s.stdev == doctest::Approx(43.6177).epsilon(1e-4));  // sqrt(7610 / 4), the sample stdev
     CHECK(s.p90 == doctest::Approx(61.6));  // numpy.percentile([1,2,3,4,100], 90)
     CHECK(s.min == 1);
     CHECK(s.max == 100);
