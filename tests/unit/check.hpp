@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,8 +13,15 @@
 
 namespace pd::test {
 
+// Every random input is drawn from (seed, PDLAB_TEST_SEED): the tests are
+// reproducible, and a grader can set PDLAB_TEST_SEED to inputs nobody has seen.
+inline std::uint64_t seed_for(std::uint64_t seed) {
+    const char* env = std::getenv("PDLAB_TEST_SEED");
+    return env ? seed * 0x9e3779b97f4a7c15ull + std::strtoull(env, nullptr, 10) : seed;
+}
+
 inline std::vector<float> randn(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
-    std::mt19937_64 rng(seed);
+    std::mt19937_64 rng(seed_for(seed));
     std::normal_distribution<float> d(0.0f, scale);
     std::vector<float> v(n);
     for (auto& x : v) x = d(rng);
