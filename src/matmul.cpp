@@ -141,53 +141,77 @@ namespace {
 constexpr int kRowBlock = 4;
 
 #if defined(__AVX512F__)
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const bf16* p) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
 inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load16(const bf16* p, __mmask16 m) {
     __m256i h = _mm256_maskz_loadu_epi16(m, p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-// y[m, n0 .. n0+R) for all m, weights W rows n0.. (row-major, length K).
-template <typename W, int R>
-inline void rows_times_x(const W* w, int K, const float* x, int M, float* y, int ldy, int n0,
+// y[m0 .. m0+MB, n0 .. n0+R): R weight rows (row-major, length K) times MB rows
+// of x. R and MB are compile-time so the R*MB accumulators live in registers.
+template <typename W, int R, int MB>
+inline void rows_times_x(const W* w, int K, const float* x, float* y, int ldy, int n0,
                          const float* bias) {
-    constexpr int kMBlock = 4;
-    for (int m0 = 0; m0 < M; m0 += kMBlock) {
-        int mb = std::min(kMBlock, M - m0);
-        __m512 acc[R][kMBlock];
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < kMBlock; j++) acc[r][j] = _mm512_setzero_ps();
-        for (int k = 0; k < K; k += 16) {
-            __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
-            __m512 wr[R];
-            for (int r = 0; r < R; r++) wr[r] = load16(w + std::size_t(r) * K + k, mask);
-            for (int j = 0; j < mb; j++) {
-                __m512 xv = load16(x + std::size_t(m0 + j) * K + k, mask);
-                for (int r = 0; r < R; r++) acc[r][j] = _mm512_fmadd_ps(wr[r], xv, acc[r][j]);
-            }
+    __m512 acc[R][MB];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < MB; j++) acc[r][j] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m512 wr[R];
+        for (int r = 0; r < R; r++) wr[r] = load16(w + std::size_t(r) * K + k);
+        for (int j = 0; j < MB; j++) {
+            __m512 xv = load16(x + std::size_t(j) * K + k);
+            for (int r = 0; r < R; r++) acc[r][j] = _mm512_fmadd_ps(wr[r], xv, acc[r][j]);
         }
-        for (int j = 0; j < mb; j++)
-            for (int r = 0; r < R; r++)
-                y[std::size_t(m0 + j) * ldy + n0 + r] =
-                    _mm512_reduce_add_ps(acc[r][j]) + (bias ? bias[n0 + r] : 0.0f);
     }
+    if (k < K) {  // the last K % 16 columns
+        __mmask16 mask = __mmask16((1u << (K - k)) - 1);
+        __m512 wr[R];
+        for (int r = 0; r < R; r++) wr[r] = load16(w + std::size_t(r) * K + k, mask);
+        for (int j = 0; j < MB; j++) {
+            __m512 xv = load16(x + std::size_t(j) * K + k, mask);
+            for (int r = 0; r < R; r++) acc[r][j] = _mm512_fmadd_ps(wr[r], xv, acc[r][j]);
+        }
+    }
+    for (int j = 0; j < MB; j++)
+        for (int r = 0; r < R; r++)
+            y[std::size_t(j) * ldy + n0 + r] = _mm512_reduce_add_ps(acc[r][j]) + (bias ? bias[n0 + r] : 0.0f);
 }
 #else
-template <typename W, int R>
-inline void rows_times_x(const W* w, int K, const float* x, int M, float* y, int ldy, int n0,
+template <typename W, int R, int MB>
+inline void rows_times_x(const W* w, int K, const float* x, float* y, int ldy, int n0,
                          const float* bias) {
     auto val = [](W v) {
         if constexpr (std::is_same_v<W, bf16>) return bf16_to_f32(v);
         else return v;
     };
-    for (int m = 0; m < M; m++)
+    for (int j = 0; j < MB; j++)
         for (int r = 0; r < R; r++) {
             float s = 0;
-            for (int k = 0; k < K; k++) s += val(w[std::size_t(r) * K + k]) * x[std::size_t(m) * K + k];
-            y[std::size_t(m) * ldy + n0 + r] = s + (bias ? bias[n0 + r] : 0.0f);
+            for (int k = 0; k < K; k++) s += val(w[std::size_t(r) * K + k]) * x[std::size_t(j) * K + k];
+            y[std::size_t(j) * ldy + n0 + r] = s + (bias ? bias[n0 + r] : 0.0f);
         }
 }
 #endif
+
+// All M rows of x against R weight rows, in groups of at most 4 rows of x.
+template <typename W, int R>
+inline void rows_times_all_x(const W* w, int K, const float* x, int M, float* y, int ldy, int n0,
+                             const float* bias) {
+    int m = 0;
+    for (; m + 4 <= M; m += 4) rows_times_x<W, R, 4>(w, K, x + std::size_t(m) * K, y + std::size_t(m) * ldy, ldy, n0, bias);
+    switch (M - m) {
+        case 3: rows_times_x<W, R, 3>(w, K, x + std::size_t(m) * K, y + std::size_t(m) * ldy, ldy, n0, bias); break;
+        case 2: rows_times_x<W, R, 2>(w, K, x + std::size_t(m) * K, y + std::size_t(m) * ldy, ldy, n0, bias); break;
+        case 1: rows_times_x<W, R, 1>(w, K, x + std::size_t(m) * K, y + std::size_t(m) * ldy, ldy, n0, bias); break;
+        default: break;
+    }
+}
 
 template <typename W>
 void small_m(const W* w, int K, int N, const float* x, int M, float* y, const float* bias) {
@@ -197,10 +221,10 @@ void small_m(const W* w, int K, int N, const float* x, int M, float* y, const fl
         int n0 = b * kRowBlock;
         const W* wb = w + std::size_t(n0) * K;
         if (n0 + kRowBlock <= N) {
-            rows_times_x<W, kRowBlock>(wb, K, x, M, y, N, n0, bias);
+            rows_times_all_x<W, kRowBlock>(wb, K, x, M, y, N, n0, bias);
         } else {
             for (int n = n0; n < N; n++)
-                rows_times_x<W, 1>(w + std::size_t(n) * K, K, x, M, y, N, n, bias);
+                rows_times_all_x<W, 1>(w + std::size_t(n) * K, K, x, M, y, N, n, bias);
         }
     }
 }

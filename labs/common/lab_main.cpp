@@ -16,7 +16,7 @@ NotImplemented::NotImplemented(std::string f, std::string fn, std::string h)
 void add_lab_options(CLI::App& app, LabOptions& o) {
     app.add_option("--model,-m", o.model, model_help())->capture_default_str();
     app.add_option("--threads,-t", o.threads, "OpenMP threads (default: all cores)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1024).description("(1 to 1024)"));
     app.add_option("--precision", o.precision, "f32 or bf16 weights")
         ->check(CLI::IsMember({"f32", "bf16"}))->capture_default_str();
     app.add_option("--device", o.device, "cpu, or cuda for the GPU backend")
@@ -61,11 +61,11 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
     }
 }
 
-void write_lab_json(const LabOptions& o, const std::string& json_text) {
+void write_lab_json(const LabOptions& o, const nlohmann::json& j) {
     if (o.json.empty()) return;
     std::ofstream out(o.json);
     if (!out) fail("cannot write {}: check that its folder exists", o.json);
-    out << json_text << "\n";
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace pd::lab

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "engine.hpp"
 #include "model_source.hpp"
@@ -35,7 +36,7 @@ LabSession open_lab_session(const LabOptions& o, int batch = 1, int max_seq = 0)
 // Parses argv with `app`, then runs `body`, mapping errors to exit codes.
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
-// Writes `json_text` to o.json when it was given.
-void write_lab_json(const LabOptions& o, const std::string& json_text);
+// Writes `j` to o.json when it was given (invalid UTF-8 becomes U+FFFD).
+void write_lab_json(const LabOptions& o, const nlohmann::json& j);
 
 }  // namespace pd::lab

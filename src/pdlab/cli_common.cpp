@@ -12,7 +12,7 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
     app->add_option("--threads,-t", o.threads,
                     "OpenMP threads for every kernel (default: all cores). Timings depend on it: "
                     "report it with them.")
-        ->check(CLI::PositiveNumber.description("(a positive number)"));
+        ->check(CLI::Range(1, 1024).description("(1 to 1024)"));
     app->add_option("--precision", o.precision,
                     "f32: weights and math in float32. bf16: weights stored in bfloat16 (half the "
                     "bytes for decode to stream), products accumulated in float32.")
@@ -89,10 +89,10 @@ std::vector<int> prompt_ids(const PromptOptions& p, const Tokenizer& tok) {
     return ids;
 }
 
-void write_json_file(const std::string& path, const std::string& json_text) {
+void write_json_file(const std::string& path, const nlohmann::json& j) {
     std::ofstream out(path);
     if (!out) fail("cannot write {}: check that its folder exists and is writable", path);
-    out << json_text << "\n";
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace pd::cli

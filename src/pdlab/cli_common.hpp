@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "engine.hpp"
 #include "model_source.hpp"
@@ -45,7 +46,8 @@ std::vector<int> parse_ids(const std::string& list);
 // The prompt's ids: tokenised text, or the parsed list.
 std::vector<int> prompt_ids(const PromptOptions& p, const Tokenizer& tok);
 
-// Writes pretty JSON to `path` (fails with a message if it cannot).
-void write_json_file(const std::string& path, const std::string& json_text);
+// Writes pretty JSON to `path` (fails with a message if it cannot). Text that is
+// not valid UTF-8 (a token can end inside a character) is written with U+FFFD.
+void write_json_file(const std::string& path, const nlohmann::json& j);
 
 }  // namespace pd::cli

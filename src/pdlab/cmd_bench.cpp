@@ -70,7 +70,7 @@ Command add_bench(CLI::App& app) {
             j["timing_method"] = s.engine->timing_method();
             j["compiler"] = compiler_version();
             j["onednn"] = onednn_version();
-            write_json_file(o->common.json, j.dump(2));
+            write_json_file(o->common.json, j);
         }
         return 0;
     }};

@@ -25,12 +25,12 @@ Command add_generate(CLI::App& app) {
     add_common(sub, o->common);
     add_prompt(sub, o->prompt);
     sub->add_option("-n,--max-new-tokens", o->n, "tokens to generate")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(CLI::Range(0, 1 << 20).description("(0 or more)"))->capture_default_str();
     auto* greedy = sub->add_flag("--greedy", o->greedy, "always pick the most likely token (temperature 0)");
     sub->add_option("--temperature", o->sampler.temperature, "sampling temperature; 0 means greedy")
-        ->check(CLI::NonNegativeNumber)->capture_default_str()->excludes(greedy);
+        ->check(CLI::Range(0.0, 100.0).description("(0 to 100)"))->capture_default_str()->excludes(greedy);
     sub->add_option("--top-k", o->sampler.top_k, "sample among the k most likely tokens (0: all)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(CLI::Range(0, 1 << 30).description("(0 or more)"))->capture_default_str();
     sub->add_option("--top-p", o->sampler.top_p, "sample among the most likely tokens whose probability adds up to p")
         ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))->capture_default_str();
     sub->add_option("--seed", o->sampler.seed, "random seed: the same seed gives the same text")->capture_default_str();
@@ -81,7 +81,7 @@ Command add_generate(CLI::App& app) {
             j["timings"] = {{"prefill_ms", r.prefill_ms}, {"decode_ms", r.decode_ms},
                             {"ttft_ms", r.ttft_ms},       {"tpot_ms", r.tpot_ms},
                             {"total_ms", r.total_ms},     {"timing_method", s.engine->timing_method()}};
-            write_json_file(o->common.json, j.dump(2));
+            write_json_file(o->common.json, j);
         }
         return 0;
     }};

@@ -22,7 +22,7 @@ Command add_trace(CLI::App& app) {
         "Example: pdlab trace --model synthetic:mha-h8-d64 --prompt-ids 1,2,3,4 -n 2");
     add_common(sub, o->common, false);
     add_prompt(sub, o->prompt);
-    sub->add_option("-n,--max-new-tokens", o->n, "tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
+    sub->add_option("-n,--max-new-tokens", o->n, "tokens to generate")->check(CLI::Range(0, 1 << 20).description("(0 or more)"))->capture_default_str();
     sub->add_flag("--no-cache", o->no_cache, "recompute everything each step (no KV cache)");
     return {sub, [o]() {
         Session s = open_session(o->common);

@@ -1,6 +1,7 @@
 // pdlab: generate text, dump logits, trace and benchmark a model.
 //   pdlab <command> --help   tells what each command does and takes.
 #include <cstdio>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,17 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.fallthrough();
     auto runners = pd::cli::register_commands(app);
+    std::string names;
+    bool known = false;
+    for (auto& [sub, run] : runners) {
+        names += " " + sub->get_name();
+        known = known || (argc > 1 && sub->get_name() == argv[1]);
+    }
+    if (argc > 1 && argv[1][0] != '-' && !known) {
+        std::fprintf(stderr, "pdlab: error: unknown command \"%s\"; the commands are:%s\n"
+                     "Run 'pdlab --help' for what each does.\n", argv[1], names.c_str());
+        return 2;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -24,7 +36,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        app.exit(e);
+        std::fprintf(stderr, "pdlab: error: %s\nRun 'pdlab %s --help' for the options.\n", e.what(),
+                     argc > 1 && argv[1][0] != '-' ? argv[1] : "");
         return 2;
     }
     try {

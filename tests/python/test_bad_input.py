@@ -1,0 +1,374 @@
+#!/usr/bin/python3
+"""pdlab on bad input: every case must exit with code 2 (not 0, not a signal,
+not another code) and print a short message on stderr containing a keyword.
+
+    /usr/bin/python3 tests/python/test_bad_input.py --pdlab build/src/pdlab/pdlab [--only NAME[,..]] [--list]
+
+Also fails a case whose stderr contains 'terminate called', 'Segmentation',
+'Aborted', 'core dumped' or a sanitizer report. A message of more than 4
+non-empty lines is noted ("long message") but not failed.
+
+Keywords (case-insensitive regular expressions; one must occur in stderr):
+
+  case                   command   keyword regex
+  missing_folder         info      not found|no such|does not exist|missing|cannot open
+  no_config              info      config\\.json
+  config_not_json        info      (?<!config\\.)json|parse|syntax   ("config.json" alone does not count)
+  config_bad_model_type  info      model_type
+  config_bad_kv_heads    info      head
+  no_safetensors         info      safetensors
+  truncated_data         info      truncat|past the end|beyond|exceeds|too short|out of bounds
+  header_len_past_end    info      header|truncat|past the end|beyond|exceeds
+  header_bad_json        info      header|json
+  offsets_past_end       info      truncat|past the end|beyond|exceeds|out of bounds|offset
+  offsets_size_mismatch  info      size|shape|offset|bytes
+  dtype_f64              info      dtype
+  dtype_i8               info      dtype
+  shape_mismatch         info      shape
+  missing_tensor_llama   info      missing|not found|no tensor|has no
+  missing_tensor_gpt2    info      missing|not found|no tensor|has no
+  missing_shard          info      not found|no such|missing|cannot open
+  prompt_too_long        logits    context
+  prompt_too_long_gen    generate  context
+  token_out_of_range     logits    out of range|vocab
+  token_negative         logits    negative|out of range|invalid|vocab
+  prompt_not_numbers     logits    prompt|integer|number|invalid
+  prompt_empty           logits    prompt|empty
+  n_negative             generate  -n|-3|tokens|negative
+  temperature_negative   generate  temperature
+  top_p_2                generate  top-p|top_p
+  precision_fp8          logits    precision|fp8
+  threads_0              generate  threads
+  unknown_option         generate  frobnicate
+  unknown_command        -         frobnicate|command|usage
+  device_cuda            generate  cuda|gpu      (skipped when this machine has an NVIDIA GPU)
+
+Prints PASS/FAIL/SKIP per case with the first stderr line seen and ends with
+"N passed, M failed" (skips not counted); exit 0 only if none failed.
+"""
+
+import argparse
+import fnmatch
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+import hf_models  # noqa: E402
+import make_checkpoint as mc  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_PDLAB = os.path.join(ROOT, "build", "src", "pdlab", "pdlab")
+CRASH_TEXT = re.compile(r"terminate called|Segmentation|Aborted|core dumped|AddressSanitizer|"
+                        r"UndefinedBehaviorSanitizer|runtime error:|Assertion .* failed|std::bad_alloc",
+                        re.IGNORECASE)
+
+LLAMA = dict(vocab=320, hidden=64, layers=2, heads=4, kv_heads=2, ffn=128, ctx=32)
+GPT2 = dict(vocab=300, hidden=32, layers=2, heads=2, ctx=32)
+
+
+# ------------------------------------------------------------ checkpoint makers
+
+
+def good_llama(d, dtype="F32", **kw):
+    mc.make_checkpoint(d, "llama", dtype, seed=1, **dict(LLAMA, **kw))
+    return d
+
+
+def tensors_llama():
+    cfg, t = mc.gen_weights("llama", 1, **LLAMA)
+    return cfg, t
+
+
+def write_raw(d, cfg, blob):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(blob)
+    return d
+
+
+def st_parts(d):
+    """header dict, data bytes of a good llama checkpoint written at d."""
+    cfg, t = tensors_llama()
+    header, data = hf_models.build_safetensors([(n, x, "F32") for n, x in t])
+    return cfg, header, data
+
+
+def mk_missing_folder(d):
+    return os.path.join(d, "nowhere")
+
+
+def mk_no_config(d):
+    good_llama(d)
+    os.remove(os.path.join(d, "config.json"))
+    return d
+
+
+def mk_config_not_json(d):
+    good_llama(d)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write('{"model_type": "llama", "hidden_size": 64,,, this is not json')
+    return d
+
+
+def edit_config(d, **changes):
+    p = os.path.join(d, "config.json")
+    cfg = json.load(open(p))
+    cfg.update(changes)
+    json.dump(cfg, open(p, "w"))
+    return d
+
+
+def mk_bad_model_type(d):
+    return edit_config(good_llama(d), model_type="bert")
+
+
+def mk_bad_kv_heads(d):
+    return edit_config(good_llama(d), num_key_value_heads=3)
+
+
+def mk_no_safetensors(d):
+    good_llama(d)
+    os.remove(os.path.join(d, "model.safetensors"))
+    return d
+
+
+def mk_truncated_data(d):
+    good_llama(d)
+    p = os.path.join(d, "model.safetensors")
+    size = os.path.getsize(p)
+    with open(p, "r+b") as f:
+        f.truncate(size - 1000)  # cuts into the last tensor's data
+    return d
+
+
+def mk_header_len_past_end(d):
+    cfg, header, data = st_parts(d)
+    blob = bytearray(hf_models.serialize_safetensors(header, data))
+    blob[:8] = struct.pack("<Q", len(blob) + 4096)
+    return write_raw(d, cfg, bytes(blob))
+
+
+def mk_header_bad_json(d):
+    cfg, header, data = st_parts(d)
+    blob = bytearray(hf_models.serialize_safetensors(header, data))
+    (n,) = struct.unpack("<Q", blob[:8])
+    bad = b'{"model.embed_tokens.weight": {"dtype": "F32", "shape": [320, 64], oops'
+    blob[8:8 + n] = bad + b" " * (n - len(bad))
+    return write_raw(d, cfg, bytes(blob))
+
+
+def mk_offsets_past_end(d):
+    cfg, header, data = st_parts(d)
+    # move one tensor's span (right size for its shape) beyond the data section
+    e = header["model.layers.0.mlp.up_proj.weight"]
+    b0, e0 = e["data_offsets"]
+    e["data_offsets"] = [len(data) + 64, len(data) + 64 + (e0 - b0)]
+    return write_raw(d, cfg, hf_models.serialize_safetensors(header, data))
+
+
+def mk_offsets_size_mismatch(d):
+    cfg, header, data = st_parts(d)
+    # span inside the file but 4 bytes short of what shape x dtype needs
+    e = header["model.layers.1.input_layernorm.weight"]
+    e["data_offsets"] = [e["data_offsets"][0], e["data_offsets"][1] - 4]
+    return write_raw(d, cfg, hf_models.serialize_safetensors(header, data))
+
+
+def mk_dtype(dt, elem):
+    def f(d):
+        cfg, t = tensors_llama()
+        name = "model.layers.0.post_attention_layernorm.weight"
+        t = dict(t)
+        x = t.pop(name)
+        if dt == "F64":
+            raw = x.double().numpy().astype("<f8").tobytes()
+        else:
+            raw = np.clip(np.round(x.numpy() * 64), -128, 127).astype(np.int8).tobytes()
+        assert len(raw) == x.numel() * elem
+        header, data = hf_models.build_safetensors([(n, v, "F32") for n, v in t.items()],
+                                                   raw={name: (dt, list(x.shape), raw)})
+        return write_raw(d, cfg, hf_models.serialize_safetensors(header, data))
+    return f
+
+
+def mk_shape_mismatch(d):
+    # weights written for hidden 64; config claims 96 (heads 4 -> head_dim 24)
+    return edit_config(good_llama(d), hidden_size=96)
+
+
+def mk_missing_tensor_llama(d):
+    cfg, t = tensors_llama()
+    t = [(n, x) for n, x in t if n != "model.layers.1.mlp.down_proj.weight"]
+    mc.write_checkpoint(d, cfg, t, "F32")
+    return d
+
+
+def mk_missing_tensor_gpt2(d):
+    cfg, t = mc.gen_weights("gpt2", 1, **GPT2)
+    t = [(n, x) for n, x in mc.gpt2_names(cfg, t, "prefixed") if n != "transformer.h.1.attn.c_proj.bias"]
+    mc.write_checkpoint(d, cfg, t, "F16")
+    return d
+
+
+def mk_missing_shard(d):
+    good_llama(d, shards=2)
+    os.remove(os.path.join(d, "model-00002-of-00002.safetensors"))
+    return d
+
+
+IDS = "1,2,3,4,5"
+CTX, VOCAB = LLAMA["ctx"], LLAMA["vocab"]
+
+# name, maker, command, extra args, keyword regex
+CASES = [
+    ("missing_folder", mk_missing_folder, "info", [], r"not found|no such|does not exist|missing|cannot open"),
+    ("no_config", mk_no_config, "info", [], r"config\.json"),
+    ("config_not_json", mk_config_not_json, "info", [], r"(?<!config\.)json|parse|syntax"),
+    ("config_bad_model_type", mk_bad_model_type, "info", [], r"model_type"),
+    ("config_bad_kv_heads", mk_bad_kv_heads, "info", [], r"head"),
+    ("no_safetensors", mk_no_safetensors, "info", [], r"safetensors"),
+    ("truncated_data", mk_truncated_data, "info", [], r"truncat|past the end|beyond|exceeds|too short|out of bounds"),
+    ("header_len_past_end", mk_header_len_past_end, "info", [], r"header|truncat|past the end|beyond|exceeds"),
+    ("header_bad_json", mk_header_bad_json, "info", [], r"header|json"),
+    ("offsets_past_end", mk_offsets_past_end, "info", [],
+     r"truncat|past the end|beyond|exceeds|out of bounds|offset"),
+    ("offsets_size_mismatch", mk_offsets_size_mismatch, "info", [], r"size|shape|offset|bytes"),
+    ("dtype_f64", mk_dtype("F64", 8), "info", [], r"dtype"),
+    ("dtype_i8", mk_dtype("I8", 1), "info", [], r"dtype"),
+    ("shape_mismatch", mk_shape_mismatch, "info", [], r"shape"),
+    ("missing_tensor_llama", mk_missing_tensor_llama, "info", [], r"missing|not found|no tensor|has no"),
+    ("missing_tensor_gpt2", mk_missing_tensor_gpt2, "info", [], r"missing|not found|no tensor|has no"),
+    ("missing_shard", mk_missing_shard, "info", [], r"not found|no such|missing|cannot open"),
+    ("prompt_too_long", good_llama, "logits", ["--prompt-ids", ",".join(["7"] * (CTX + 1))], r"context"),
+    ("prompt_too_long_gen", good_llama, "generate", ["--prompt-ids", ",".join(["7"] * (CTX + 1))], r"context"),
+    ("token_out_of_range", good_llama, "logits", ["--prompt-ids", "1,2,%d,4" % VOCAB], r"out of range|vocab"),
+    ("token_negative", good_llama, "logits", ["--prompt-ids", "1,-1,2"], r"negative|out of range|invalid|vocab"),
+    ("prompt_not_numbers", good_llama, "logits", ["--prompt-ids", "1,two,3"], r"prompt|integer|number|invalid"),
+    ("prompt_empty", good_llama, "logits", ["--prompt-ids", ""], r"prompt|empty"),
+    ("n_negative", good_llama, "generate", ["-n", "-3"], r"-n|-3|tokens|negative"),
+    ("temperature_negative", good_llama, "generate", ["--temperature", "-1"], r"temperature"),
+    ("top_p_2", good_llama, "generate", ["--top-p", "2"], r"top-p|top_p"),
+    ("precision_fp8", good_llama, "logits", ["--precision", "fp8"], r"precision|fp8"),
+    ("threads_0", good_llama, "generate", ["--threads", "0"], r"threads"),
+    ("unknown_option", good_llama, "generate", ["--frobnicate"], r"frobnicate"),
+    ("unknown_command", good_llama, "frobnicate", [], r"frobnicate|command|usage"),
+    ("device_cuda", good_llama, "generate", ["--device", "cuda"], r"cuda|gpu"),
+]
+
+
+def has_nvidia_gpu():
+    if os.path.exists("/dev/nvidia0"):
+        return True
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def build_cmd(pdlab, command, model, extra, work, name):
+    if command == "frobnicate":
+        return [pdlab, "frobnicate", "--model", model]
+    cmd = [pdlab, command, "--model", model]
+    has_ids = "--prompt-ids" in extra
+    if command == "logits":
+        cmd += ([] if has_ids else ["--prompt-ids", IDS]) + ["--out", os.path.join(work, name + ".npy")]
+    elif command == "generate":
+        cmd += ([] if has_ids else ["--prompt-ids", IDS]) + ["--greedy", "--json", os.path.join(work, name + ".json")]
+        if "-n" not in extra:
+            cmd += ["-n", "4"]
+    return cmd + extra
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pdlab", default=DEFAULT_PDLAB)
+    ap.add_argument("--only", help="comma-separated case names or globs")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--timeout", type=int, default=60)
+    ap.add_argument("--verbose", "-v", action="store_true", help="print the full stderr of each case")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    cases = CASES
+    if a.only:
+        pats = a.only.split(",")
+        cases = [c for c in CASES if any(fnmatch.fnmatchcase(c[0], p) for p in pats)]
+        if not cases:
+            sys.exit("no case matches --only %s" % a.only)
+    if a.list:
+        for c in cases:
+            print("%-24s %-9s %s" % (c[0], c[2], c[4]))
+        return
+    if not os.access(a.pdlab, os.X_OK):
+        sys.exit("pdlab not found or not executable: %s" % a.pdlab)
+    pdlab = os.path.abspath(a.pdlab)
+    gpu = has_nvidia_gpu()
+    n_ok = n_bad = 0
+    with tempfile.TemporaryDirectory(prefix="pdlab_t_") as work:
+        # a sanity run first: the good checkpoint must load, or every case is meaningless
+        good = good_llama(os.path.join(work, "good"))
+        p = subprocess.run([pdlab, "info", "--model", good], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=a.timeout)
+        if p.returncode != 0:
+            print("NOTE: the unmodified checkpoint fails too (exit %d): %s"
+                  % (p.returncode, p.stderr.decode(errors="replace").strip()[:300]))
+        for i, (name, maker, command, extra, kw) in enumerate(cases):
+            if name == "device_cuda" and gpu:
+                print("SKIP %s: this machine has an NVIDIA GPU" % name)
+                continue
+            # neutral folder names: a path echoed in a message must not supply the keyword
+            d = os.path.join(work, "c%02d" % i)
+            os.makedirs(d, exist_ok=True)
+            model = maker(d)
+            cmd = build_cmd(pdlab, command, model, extra, work, "c%02d" % i)
+            problems = []
+            try:
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=a.timeout)
+                rc, err = p.returncode, p.stderr.decode(errors="replace")
+            except subprocess.TimeoutExpired:
+                rc, err = "timeout", ""
+            lines = [l for l in err.splitlines() if l.strip()]
+            if rc != 2:
+                if isinstance(rc, int) and rc < 0:
+                    problems.append("killed by signal %d" % -rc)
+                else:
+                    problems.append("exit %s, expected 2" % rc)
+            if not lines:
+                problems.append("empty stderr")
+            if CRASH_TEXT.search(err):
+                problems.append("crash text on stderr")
+            if lines and not re.search(kw, err, re.IGNORECASE):
+                problems.append("no keyword /%s/" % kw)
+            note = " (long message: %d lines)" % len(lines) if len(lines) > 4 else ""
+            ok = not problems
+            n_ok += ok
+            n_bad += not ok
+            first = lines[0] if lines else ""
+            print("%s %s: %s%s%s" % ("PASS" if ok else "FAIL", name,
+                                      "" if ok else "; ".join(problems) + " -- ", first[:300], note), flush=True)
+            if a.verbose or not ok:
+                if len(lines) > 1:
+                    for l in lines[1:8]:
+                        print("      | " + l[:300])
+                if not ok:
+                    print("      command: " + " ".join(cmd))
+            shutil.rmtree(d, ignore_errors=True)
+    print("%d passed, %d failed" % (n_ok, n_bad))
+    sys.exit(0 if n_bad == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
