@@ -250,13 +250,14 @@ public:
             i = stop;  // the trie resumes after the match whatever the options below decide
             if (t->single_word && (ends_with_word(s.substr(0, start)) || starts_with_word(s.substr(stop))))
                 continue;
+            // Widen over the whitespace around the token. Whitespace that an
+            // earlier token's rstrip took stays with it: then start < done,
+            // and no plain segment is emitted in between.
             if (t->lstrip) {
-                std::size_t ws = start;
-                while (auto c = prev_utf8(s, ws)) {
+                while (auto c = prev_utf8(s, start)) {
                     if (!is_white_space(c->cp)) break;
-                    ws -= c->len;
+                    start -= c->len;
                 }
-                start = std::max(ws, done);
             }
             if (t->rstrip) {
                 while (stop < s.size()) {
