@@ -60,6 +60,7 @@ Command add_generate(CLI::App& app) {
         std::fputs(stream.flush().c_str(), stdout);
         std::fputs("\n", stdout);
         if (o->trace) std::fputs(format_trace(r.trace).c_str(), stdout);
+        std::fflush(stdout);  // the summary goes to stderr: keep it after the text
         std::fprintf(stderr,
                      "[%s, %s, %s] prompt %zu tokens, generated %zu%s | prefill %.2f ms | TTFT %.2f ms | "
                      "TPOT %.2f ms | %s\n",
