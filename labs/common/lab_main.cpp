@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "exercise.hpp"
+#include "todo_exercise.hpp"
 
 namespace pd::lab {
 

@@ -1,7 +1,8 @@
 // What every lab program shares: the common options (--model, --threads,
 // --precision, --device, --json) and a main() wrapper that turns errors into
 // one clear message and an exit code:
-//   0 ok, 2 bad input (UserError or a bad option), 3 an exercise is not implemented yet.
+//   0 ok, 1 a check the lab makes on its own results failed, 2 bad input (UserError
+//   or a bad option), 3 an exercise is not implemented yet.
 #pragma once
 
 #include <functional>

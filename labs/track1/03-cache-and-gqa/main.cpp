@@ -1,0 +1,388 @@
+// Lab 03: the KV cache and grouped-query attention.
+//   1. Which KV head serves each query head (your kv_head_for_query).
+//   2. MHA vs GQA vs MQA: cache bytes per token and at a context length (your kv_cache_bytes).
+//   3. The cache growing one position per token in every layer, rebuilt by your append_kv/commit_kv.
+//   4. Your attend_one_head against the engine's attention on the real cache.
+//   5. Decode step time at several cache lengths.
+//   6. The same tokens with and without the cache, both timed.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attention.hpp"
+#include "exercise.hpp"
+#include "generate.hpp"
+#include "lab_main.hpp"
+#include "sampler.hpp"
+#include "timing.hpp"
+
+using namespace pd;
+namespace ex = pd::lab03;
+
+namespace {
+
+struct Options {
+    lab::LabOptions common;
+    std::string prompt = "One day, Lily went to the park. She saw a";
+    int steps = 8;
+    int context = 4096;
+    int batch = 1;
+    std::string lengths = "16,128,512";
+    int reps = 10;
+    std::vector<std::string> shapes = {"synthetic:llama,dim=512,heads=8,kv_heads=8",
+                                       "synthetic:llama,dim=512,heads=8,kv_heads=2",
+                                       "synthetic:llama,dim=512,heads=8,kv_heads=1", "synthetic:llama-1b"};
+};
+
+std::string human_bytes(double b) {
+    const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024.0 && i < 4) b /= 1024.0, i++;
+    return i == 0 ? fmt::format("{:.0f} {}", b, unit[i]) : fmt::format("{:.1f} {}", b, unit[i]);
+}
+
+const char* kind_of(const Config& c) {
+    return c.n_kv_heads == c.n_heads ? "MHA" : c.n_kv_heads == 1 ? "MQA" : "GQA";
+}
+
+// "q0-3 -> kv0, q4-7 -> kv1" from the student's head map (abbreviated when long).
+std::string head_map_str(const Config& c) {
+    std::vector<std::string> parts;
+    int start = 0;
+    for (int h = 1; h <= c.n_heads; h++) {
+        if (h < c.n_heads && ex::kv_head_for_query(h, c.n_heads, c.n_kv_heads) ==
+                                 ex::kv_head_for_query(start, c.n_heads, c.n_kv_heads))
+            continue;
+        int kv = ex::kv_head_for_query(start, c.n_heads, c.n_kv_heads);
+        parts.push_back(h - 1 == start ? fmt::format("q{}->kv{}", start, kv) : fmt::format("q{}-{}->kv{}", start, h - 1, kv));
+        start = h;
+    }
+    if (parts.size() > 2) return fmt::format("{} ... {}", parts[0], parts.back());
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::vector<int> parse_lengths(const std::string& s) {
+    std::vector<int> out;
+    std::stringstream ss(s);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+        try {
+            std::size_t used = 0;
+            int v = std::stoi(part, &used);
+            if (used != part.size() || v < 1) throw std::invalid_argument(part);
+            out.push_back(v);
+        } catch (const std::exception&) {
+            fail("--lengths takes positive integers separated by commas, e.g. 16,128,512; got \"{}\"", s);
+        }
+    }
+    if (out.empty()) fail("--lengths is empty");
+    return out;
+}
+
+// The ids' text, always valid UTF-8 (a character cut by a token boundary becomes U+FFFD).
+std::string text_of(const Tokenizer& tok, const std::vector<int>& ids) {
+    StreamDecoder d(tok);
+    std::string s;
+    for (int id : ids) s += d.push(id);
+    return s + d.flush();
+}
+
+// The prompt's ids repeated until there are n of them.
+std::vector<int> tokens_of_length(const std::vector<int>& ids, int n) {
+    std::vector<int> out;
+    while (int(out.size()) < n) out.insert(out.end(), ids.begin(), ids.end());
+    out.resize(std::size_t(n));
+    return out;
+}
+
+// Whether positions [from, to) of every layer and head hold data and [to, max) is untouched (zero).
+int layers_with_new_columns(const KVCache& c, int from, int to) {
+    int ok_layers = 0;
+    const int D = c.head_dim;
+    for (int l = 0; l < c.n_layers; l++) {
+        bool ok = true;
+        for (int h = 0; h < c.n_kv_heads && ok; h++) {
+            for (int p = from; p < to && ok; p++) {
+                const float* k = kv_key(c, l, 0, h, p);
+                ok = std::any_of(k, k + D, [](float x) { return x != 0.0f; });
+            }
+            for (int p = to; p < std::min(c.max_seq, to + 4) && ok; p++) {
+                const float* k = kv_key(c, l, 0, h, p);
+                ok = std::all_of(k, k + D, [](float x) { return x == 0.0f; });
+            }
+        }
+        ok_layers += ok;
+    }
+    return ok_layers;
+}
+
+// Copies the engine cache's positions [from, to) into `mine` with the student's append_kv/commit_kv.
+void mirror(KVCache& mine, const KVCache& eng, int from, int to) {
+    const int H = eng.n_kv_heads, D = eng.head_dim;
+    std::vector<float> k(std::size_t(H) * D), v(std::size_t(H) * D);
+    for (int pos = from; pos < to; pos++) {
+        for (int l = 0; l < eng.n_layers; l++) {
+            for (int h = 0; h < H; h++) {
+                std::memcpy(k.data() + std::size_t(h) * D, kv_key(eng, l, 0, h, pos), sizeof(float) * D);
+                std::memcpy(v.data() + std::size_t(h) * D, kv_value(eng, l, 0, h, pos), sizeof(float) * D);
+            }
+            ex::append_kv(mine, l, 0, k.data(), v.data());
+        }
+        ex::commit_kv(mine, 0);
+    }
+}
+
+// Largest |student - engine| over `rows` query rows of the last layer's attention.
+double attention_diff(const Config& c, const KVCache& cache, const std::vector<float>& q,
+                      const std::vector<float>& att, int rows, int first_pos) {
+    const int Q = c.q_dim(), D = c.head_dim, l = c.n_layers - 1;
+    std::vector<float> out(static_cast<std::size_t>(D));
+    double worst = 0;  // the largest |diff| / (1e-4 + 1e-3 |engine|): at most 1 means they agree
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < c.n_heads; h++) {
+            int kvh = ex::kv_head_for_query(h, c.n_heads, c.n_kv_heads);
+            ex::attend_one_head(out.data(), q.data() + std::size_t(r) * Q + std::size_t(h) * D, cache, l, 0, kvh,
+                                first_pos + r + 1);
+            for (int i = 0; i < D; i++) {
+                double ref = att[std::size_t(r) * Q + std::size_t(h) * D + std::size_t(i)];
+                double diff = std::fabs(double(out[std::size_t(i)]) - ref);
+                worst = std::max(worst, diff / (1e-4 + 1e-3 * std::fabs(ref)));
+            }
+        }
+    return worst;
+}
+
+int run(const Options& o) {
+    if (o.steps < 1) fail("--steps must be at least 1, got {}", o.steps);
+    if (o.context < 1) fail("--context must be at least 1, got {}", o.context);
+    if (o.reps < 1) fail("--reps must be at least 1, got {}", o.reps);
+    const std::vector<int> lengths = parse_lengths(o.lengths);
+    lab::LabSession s = lab::open_lab_session(o.common);
+    Engine& engine = *s.engine;
+    const Model& m = engine.host_model();
+    const Config& c = m.config;
+    const Tokenizer& tok = s.loaded.tokenizer;
+    nlohmann::json js;
+    bool all_ok = true;
+
+    std::printf("Lab 03: the KV cache and grouped-query attention\n");
+    std::printf("model %s (%s): %d layers, %d query heads, %d KV heads (%s, group size %d), head_dim %d, context %d\n\n",
+                o.common.model.c_str(), family_name(c.family), c.n_layers, c.n_heads, c.n_kv_heads, kind_of(c),
+                c.group_size(), c.head_dim, c.max_seq_len);
+
+    // ---- 1. Head map.
+    std::printf("1. Which KV head serves each query head (your kv_head_for_query)\n");
+    std::vector<int> map;
+    bool map_ok = true;
+    for (int h = 0; h < c.n_heads; h++) {
+        map.push_back(ex::kv_head_for_query(h, c.n_heads, c.n_kv_heads));
+        map_ok = map_ok && map.back() == kv_head_for(h, c.n_heads, c.n_kv_heads);
+    }
+    const int shown = std::min(c.n_heads, 16);
+    std::printf("   query head ");
+    for (int h = 0; h < shown; h++) std::printf(" %3d", h);
+    std::printf("%s\n   KV head    ", c.n_heads > shown ? " ..." : "");
+    for (int h = 0; h < shown; h++) std::printf(" %3d", map[std::size_t(h)]);
+    std::printf("%s\n", c.n_heads > shown ? " ..." : "");
+    std::printf("   %s. %d query heads share each KV head, so the cache stores %d heads' K/V instead of %d.\n",
+                head_map_str(c).c_str(), c.group_size(), c.n_kv_heads, c.n_heads);
+    std::printf("   check against the engine's kv_head_for(): %s\n\n", map_ok ? "same map" : "DIFFERENT");
+    all_ok = all_ok && map_ok;
+    js["head_map"] = map;
+
+    // ---- 2. MHA / GQA / MQA bytes.
+    std::printf("2. MHA, GQA and MQA: what the cache costs (your kv_cache_bytes)\n");
+    std::printf("   bytes = 2 (K and V) x layers x B x H_kv x S x D x bytes per element, B = %d, S = %d (--context)\n",
+                o.batch, o.context);
+    std::printf("   %-44s %6s %5s %4s %-4s %-26s %10s %11s %11s %7s\n", "model", "layers", "heads", "H_kv", "kind",
+                "head map", "per token", "S (f32)", "S (bf16)", "vs MHA");
+    std::vector<std::pair<std::string, Config>> rows = {{o.common.model, c}};
+    for (const std::string& spec : o.shapes) {
+        std::string body = spec.rfind("synthetic:", 0) == 0 ? spec.substr(10) : spec;
+        unsigned long long seed = 0;
+        rows.emplace_back("synthetic:" + body, synthetic_config(body, seed));  // the shape only, no weights
+    }
+    nlohmann::json jb = nlohmann::json::array();
+    for (auto& [name, cf] : rows) {
+        std::size_t tok1 = ex::kv_cache_bytes(cf, 1, 1, 4);
+        std::size_t at32 = ex::kv_cache_bytes(cf, o.batch, o.context, 4);
+        std::size_t at16 = ex::kv_cache_bytes(cf, o.batch, o.context, 2);
+        bool ok = tok1 == cf.kv_elems_per_token() * 4;
+        all_ok = all_ok && ok;
+        std::string label = name.size() > 44 ? name.substr(0, 41) + "..." : name;
+        std::printf("   %-44s %6d %5d %4d %-4s %-26s %10s %11s %11s %7s%s\n", label.c_str(), cf.n_layers, cf.n_heads,
+                    cf.n_kv_heads, kind_of(cf), head_map_str(cf).c_str(), human_bytes(double(tok1)).c_str(),
+                    human_bytes(double(at32)).c_str(), human_bytes(double(at16)).c_str(),
+                    cf.n_kv_heads == cf.n_heads ? "1" : fmt::format("1/{}", cf.group_size()).c_str(),
+                    ok ? "" : "  <- differs from the engine's count");
+        jb.push_back({{"model", name}, {"layers", cf.n_layers}, {"heads", cf.n_heads}, {"kv_heads", cf.n_kv_heads},
+                      {"head_dim", cf.head_dim}, {"bytes_per_token_f32", tok1}, {"bytes_at_context_f32", at32},
+                      {"bytes_at_context_bf16", at16}});
+    }
+    std::printf("   The query side is untouched: MHA, GQA and MQA of the same width all have the same query heads.\n"
+                "   Only the K/V heads shrink, and with them the cache and the bytes every decode step reads.\n\n");
+    js["bytes"] = jb;
+    js["context"] = o.context;
+
+    // ---- 3. Growth, on our own cache of the host model, mirrored by the student's append/commit.
+    std::vector<int> ids = tok.encode(o.prompt);
+    if (ids.empty()) fail("the prompt is empty: give some text with --prompt");
+    const int P = int(ids.size());
+    if (P + o.steps > c.max_seq_len)
+        fail("the prompt ({} tokens) plus --steps {} do not fit the context of {}", P, o.steps, c.max_seq_len);
+    KVCache cache = make_kv_cache(m, 1, P + o.steps);
+    KVCache mine = make_kv_cache(m, 1, P + o.steps);
+    RunState st = make_run_state(c, P);
+    std::printf("3. The cache grows one position per token, in every layer (your append_kv + commit_kv copy it)\n");
+    std::printf("   prompt: %d tokens; then %d greedy decode steps\n", P, o.steps);
+    std::printf("   %-10s %9s  %-13s %-24s %-24s %s\n", "pass", "tokens in", "cache length", "K/V shape, every layer",
+                "new positions written", "your copy of the cache");
+    auto row = [&](const std::string& pass, int tokens_in, int before, int after) {
+        mirror(mine, cache, before, after);
+        int layers = layers_with_new_columns(cache, before, after);
+        bool same = mine.seq_len == cache.seq_len && mine.k == cache.k && mine.v == cache.v;
+        bool ok = layers == c.n_layers && same && after == before + tokens_in;
+        all_ok = all_ok && ok;
+        std::string positions = tokens_in == 1 ? fmt::format("{}", before) : fmt::format("{}..{}", before, after - 1);
+        std::printf("   %-10s %9d  %-13s %-24s %-24s %s\n", pass.c_str(), tokens_in,
+                    fmt::format("{} -> {}", before, after).c_str(), kv_shape_str(cache, 0).c_str(),
+                    fmt::format("{} in {}/{} layers", positions, layers, c.n_layers).c_str(),
+                    same ? "identical" : "DIFFERENT");
+        return ok;
+    };
+    const float* lg = prefill(m, cache, st, 0, ids);
+    const std::vector<float> q_prefill(st.q.begin(), st.q.begin() + std::ptrdiff_t(P) * c.q_dim());
+    const std::vector<float> att_prefill(st.att.begin(), st.att.begin() + std::ptrdiff_t(P) * c.q_dim());
+    row("prefill", P, 0, P);
+    std::vector<int> out_ids;
+    int slot = 0;
+    for (int i = 1; i <= o.steps; i++) {
+        int t = argmax(lg, c.vocab_size);
+        out_ids.push_back(t);
+        int before = cache.seq_len[0];
+        lg = decode(m, cache, st, {&slot, 1}, {&t, 1});
+        row(fmt::format("decode {}", i), 1, before, cache.seq_len[0]);
+    }
+    std::printf("   Per token, every layer keeps one K row and one V row per KV head: %d x 2 x %d x %d floats = %s.\n"
+                "   Decode step i reads all %d + i cached positions of every layer.\n\n",
+                c.n_layers, c.n_kv_heads, c.head_dim, human_bytes(double(c.kv_elems_per_token() * 4)).c_str(), P);
+    js["growth"] = {{"prompt_len", P}, {"steps", o.steps}, {"final_len", cache.seq_len[0]}};
+
+    // ---- 4. The student's attention on the real cache.
+    std::printf("4. Your attend_one_head on the real cache, against the engine's attention output (last layer)\n");
+    double d_pre = attention_diff(c, cache, q_prefill, att_prefill, P, 0);
+    // After the last decode the run state holds that step's query and attention output (one row).
+    double d_dec = attention_diff(c, cache, st.q, st.att, 1, cache.seq_len[0] - 1);
+    const double tol = 1.0;
+    std::printf("   Every output element is compared with |yours - engine| <= 1e-4 + 1e-3 |engine|; the column\n"
+                "   shows the worst ratio of the difference to that tolerance (at most 1: they agree).\n");
+    std::printf("   prefill: %d positions x %d query heads, each over its 1..%d keys: worst %.3f  %s\n", P, c.n_heads,
+                P, d_pre, d_pre <= tol ? "match" : "MISMATCH");
+    std::printf("   decode %d: 1 position x %d query heads over %d keys:            worst %.3f  %s\n\n", o.steps,
+                c.n_heads, cache.seq_len[0], d_dec, d_dec <= tol ? "match" : "MISMATCH");
+    all_ok = all_ok && d_pre <= tol && d_dec <= tol;
+    js["attention_worst_vs_tolerance"] = {{"prefill", d_pre}, {"decode", d_dec}};
+
+    // ---- 5. Step time against cache length, with the engine.
+    const int warm = 2;
+    std::printf("5. Decode step time as the cache grows (engine on %s; median of %d steps after %d warm-up steps)\n",
+                device_name(engine.device()), o.reps, warm);
+    const std::size_t weight_bytes = matmul_weight_bytes(m.w);
+    std::printf("   %-22s %14s %20s %20s %9s\n", "cache length", "step ms", "KV bytes read/step", "weight bytes/step",
+                "KV share");
+    nlohmann::json jt = nlohmann::json::array();
+    bool noisy = false;
+    const int max_len = engine.max_seq() - warm - o.reps;
+    if (max_len < 1) fail("the context of {} is too short for --reps {}", engine.max_seq(), o.reps);
+    for (int L : lengths) {
+        int len = std::min(L, max_len);
+        engine.reset(0);
+        std::vector<int> prompt = tokens_of_length(ids, len);
+        engine.prefill(0, prompt);
+        int t = ids[0];
+        for (int i = 0; i < warm; i++) engine.decode({&slot, 1}, {&t, 1});
+        std::vector<double> ms;
+        const int at = engine.cache_len(0);
+        for (int i = 0; i < o.reps; i++) ms.push_back(engine.time_ms([&] { engine.decode({&slot, 1}, {&t, 1}); }));
+        Stats sm = summarize(ms);
+        noisy = noisy || sm.stdev > 0.3 * sm.median;
+        double kv_read = double(c.kv_elems_per_token()) * 4.0 * (at + o.reps / 2.0);
+        std::string label = len == L ? fmt::format("{}", at) : fmt::format("{} (asked {})", at, L);
+        std::printf("   %-22s %14.3f %20s %20s %8.1f%%\n", label.c_str(), sm.median, human_bytes(kv_read).c_str(),
+                    human_bytes(double(weight_bytes)).c_str(), 100.0 * kv_read / (kv_read + double(weight_bytes)));
+        jt.push_back({{"cache_len", at}, {"step_ms_median", sm.median}, {"step_ms_stdev", sm.stdev},
+                      {"kv_bytes_read", kv_read}});
+    }
+    std::printf("   Each step streams all the weights once and reads every cached position. The cache part grows\n"
+                "   linearly with its length; whether you can see it depends on its share of the bytes.\n");
+    if (noisy)
+        std::printf("   These timings are noisy (stdev above 30%% of the median): other programs may be using the\n"
+                    "   cores. Try --threads 1 and more --reps.\n");
+    std::printf("\n");
+    js["step_time_vs_cache"] = jt;
+
+    // ---- 6. With and without the cache.
+    GenerateOptions g;
+    g.max_new_tokens = o.steps;
+    g.stop_at_eos = false;
+    generate(engine, ids, g);  // warm-up
+    GenerateResult with = generate(engine, ids, g);
+    g.use_cache = false;
+    GenerateResult without = generate(engine, ids, g);
+    double tw = 0, tn = 0;
+    long work_with = 0, work_without = 0;
+    for (auto& r : with.trace) tw += r.ms, work_with += r.tokens_in;
+    for (auto& r : without.trace) tn += r.ms, work_without += r.tokens_in;
+    const bool same = with.generated_ids == without.generated_ids && with.generated_ids == out_ids;
+    all_ok = all_ok && same;
+    std::printf("6. The same %d tokens with and without the cache (greedy)\n", o.steps);
+    std::printf("   with the cache:    %9.3f ms model time, %4ld tokens through the model (P + %d decode steps)\n", tw,
+                work_with, o.steps - 1);
+    std::printf("   without the cache: %9.3f ms model time, %4ld tokens through the model (P, P+1, ... each step)\n",
+                tn, work_without);
+    std::printf("   identical tokens: %s; going without cost %.1fx the time. Text: \"%s\"\n\n", same ? "yes" : "NO",
+                tn / std::max(tw, 1e-9), text_of(tok, with.generated_ids).c_str());
+    js["use_cache"] = {{"with_ms", tw}, {"without_ms", tn}, {"tokens_with", work_with},
+                       {"tokens_without", work_without}, {"same_tokens", same}, {"generated_ids", with.generated_ids}};
+
+    std::printf("%s\n", all_ok ? "All checks passed." : "Some checks FAILED: see the rows marked above.");
+    js["model"] = o.common.model;
+    js["ok"] = all_ok;
+    lab::write_lab_json(o.common, js);
+    return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    CLI::App app{
+        "Lab 03: the KV cache and grouped-query attention.\n"
+        "Shows which KV head serves each query head (MHA, GQA, MQA), what the cache costs per token\n"
+        "and at --context, how it grows by one position per token in every layer, that single-head\n"
+        "attention over it matches the engine, how decode step time changes with the cache length,\n"
+        "and what generating without the cache costs. Uses your kv_head_for_query, kv_cache_bytes,\n"
+        "append_kv/commit_kv and attend_one_head (exercise.cpp); test them with\n"
+        "  meson test -C build --suite track1-03",
+        "03-cache-and-gqa"};
+    lab::add_lab_options(app, o.common);
+    app.add_option("--prompt,-p", o.prompt, "prompt text for the growth trace and the cache on/off comparison")
+        ->capture_default_str();
+    app.add_option("--steps,-n", o.steps, "decode steps (tokens generated) in sections 3 and 6")->capture_default_str();
+    app.add_option("--context", o.context, "sequence length S for the cache-bytes table")->capture_default_str();
+    app.add_option("--batch,-B", o.batch, "sequences B for the cache-bytes table")->capture_default_str();
+    app.add_option("--lengths", o.lengths,
+                   "cache lengths at which to time decode steps (comma-separated; clipped to the context)")
+        ->capture_default_str();
+    app.add_option("--reps", o.reps, "decode steps timed at each length")->capture_default_str();
+    app.add_option("--shape", o.shapes,
+                   "a model shape to compare in the bytes table (a synthetic spec; repeat the option for more; "
+                   "only the shape is used, no weights are made). Replaces the default list: "
+                   "synthetic:llama,dim=512,heads=8 with kv_heads=8, 2 and 1, and synthetic:llama-1b");
+    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+}

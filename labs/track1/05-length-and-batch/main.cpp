@@ -1,0 +1,505 @@
+// Lab 05: how prompt length, cache length, output length and batch size move
+// the two phases. Four sweeps, each written to a CSV file and drawn by plot.py:
+//
+//   prefill  prefill time against prompt length P, with your least-squares fit
+//            c0 + a*P + b*P^2 splitting the matrix products (a*P) from
+//            attention (b*P^2)
+//   decode   one decode step's time against the cache length it reads
+//   output   total generation time against the number of output tokens
+//   batch    B sequences: prefill throughput, and decode steps that serve all B
+//            at once through your batched_decode_step()
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "exercise.hpp"
+#include "generate.hpp"
+#include "hardware.hpp"
+#include "lab_main.hpp"
+#include "sampler.hpp"
+#include "timing.hpp"
+
+#ifndef PDLAB_SOURCE_ROOT
+#define PDLAB_SOURCE_ROOT "."
+#endif
+
+using namespace pd;
+using namespace pd::lab05;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Options {
+    lab::LabOptions lab;
+    std::string out = "lab05-results";
+    bool full = false;
+    std::vector<std::string> sweeps = {"prefill", "decode", "output", "batch"};
+    std::vector<int> prompt_lens, cache_lens, output_lens, batches;
+    int warmup = 1;
+    int repeats = 3;
+    int steps = 8;
+    int output_prompt_len = 32;
+    int batch_prompt_len = 64;
+    std::uint64_t seed = 5;
+    bool no_plot = false;
+};
+
+std::vector<int> random_tokens(int n, int vocab, std::mt19937_64& rng) {
+    std::uniform_int_distribution<int> d(0, vocab - 1);
+    std::vector<int> t(n);
+    for (int& x : t) x = d(rng);
+    return t;
+}
+
+// Keeps the values in [lo, hi], sorted and unique; says which were dropped.
+std::vector<int> fit_range(std::vector<int> v, int lo, int hi, const char* what) {
+    std::set<int> keep;
+    std::vector<int> dropped;
+    for (int x : v) {
+        if (x >= lo && x <= hi) keep.insert(x);
+        else dropped.push_back(x);
+    }
+    if (!dropped.empty())
+        std::fprintf(stderr, "note: %s %s left out: this model allows %d to %d\n", what,
+                     fmt::format("{}", fmt::join(dropped, ", ")).c_str(), lo, hi);
+    return {keep.begin(), keep.end()};
+}
+
+// Medians resist a few slow runs; when even p90 sits far above the median,
+// something else is using the cores.
+void noise_note(const std::vector<Stats>& stats) {
+    int noisy = 0;
+    for (const Stats& st : stats)
+        if (st.p90 > 1.25 * st.median) noisy++;
+    if (noisy)
+        std::printf("  note: %d of %zu points are noisy (p90 more than 25%% above the median). Other "
+                    "programs may share\n  these cores: %smore --repeats, or a quieter machine\n",
+                    noisy, stats.size(), omp_get_max_threads() > 1 ? "try --threads 1, " : "try ");
+}
+
+std::string fmt_fit(const Fit& f) {
+    return fmt::format("c0 = {:.4g} ms, a = {:.4g} ms/token, b = {:.4g} ms/token^2 (r2 = {:.4f})", f.c0, f.a,
+                       f.b, f.r2);
+}
+
+json fit_json(const Fit& f) { return {{"c0_ms", f.c0}, {"a_ms", f.a}, {"b_ms", f.b}, {"r2", f.r2}}; }
+
+class Csv {
+public:
+    Csv(const fs::path& p, const std::string& header) : path_(p), out_(p) {
+        if (!out_) fail("cannot write {}: check that the folder is writable", p.string());
+        out_ << header << "\n";
+    }
+    template <typename... T>
+    void row(const T&... v) {
+        std::ostringstream s;
+        s.precision(9);
+        bool first = true;
+        ((s << (first ? "" : ",") << v, first = false), ...);
+        out_ << s.str() << "\n";
+    }
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+    std::ofstream out_;
+};
+
+// --- the four sweeps -----------------------------------------------------------
+
+json sweep_prefill(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
+    Engine& e = *s.engine;
+    const int V = e.config().vocab_size;
+    std::mt19937_64 rng(o.seed);
+    std::printf("\n[1] prefill time against prompt length (batch 1, %d warm-up + %d runs each)\n", o.warmup,
+                o.repeats);
+    std::vector<double> P, med;
+    std::vector<Stats> stats;
+    for (std::size_t i = 0; i < lens.size(); i++) {
+        const int L = lens[i];
+        std::fprintf(stderr, "prefill: prompt length %d (%zu/%zu)...\n", L, i + 1, lens.size());
+        std::vector<int> toks = random_tokens(L, V, rng);
+        std::vector<double> ms;
+        for (int run = 0; run < o.warmup + o.repeats; run++) {
+            e.reset(0);
+            double t = e.time_ms([&] { e.prefill(0, toks); });
+            if (run >= o.warmup) ms.push_back(t);
+        }
+        Stats st = summarize(ms);
+        P.push_back(L);
+        med.push_back(st.median);
+        stats.push_back(st);
+    }
+    Fit f = fit_linear_quadratic(P, med);  // yours
+    Csv csv(dir / "prefill_vs_prompt_len.csv",
+            "prompt_len,median_ms,mean_ms,stdev_ms,min_ms,p90_ms,ms_per_token,tokens_per_s,fit_ms,fit_linear_ms,"
+            "fit_quadratic_ms");
+    std::printf("  %8s %11s %9s %13s %13s %11s %12s\n", "P", "median ms", "p90 ms", "us per token",
+                "tokens/s", "fit a*P", "fit b*P^2");
+    json rows = json::array();
+    for (std::size_t i = 0; i < P.size(); i++) {
+        const Stats& st = stats[i];
+        double per_tok = st.median / P[i];
+        csv.row(int(P[i]), st.median, st.mean, st.stdev, st.min, st.p90, per_tok, 1000.0 / per_tok, f.at(P[i]),
+                f.a * P[i], f.b * P[i] * P[i]);
+        std::printf("  %8d %11.3f %9.3f %13.2f %13.0f %11.3f %12.3f\n", int(P[i]), st.median, st.p90,
+                    1000.0 * per_tok, 1000.0 / per_tok, f.a * P[i], f.b * P[i] * P[i]);
+        rows.push_back({{"prompt_len", int(P[i])}, {"median_ms", st.median}, {"mean_ms", st.mean},
+                        {"stdev_ms", st.stdev}, {"ms_per_token", per_tok}});
+    }
+    noise_note(stats);
+    std::printf("  your fit: time = %s\n", fmt_fit(f).c_str());
+    const double Pmax = P.back();
+    if (f.a > 0 && f.b > 0) {
+        std::printf("  at P = %d the quadratic (attention) term is %.0f%% of a*P + b*P^2; it would equal "
+                    "the linear term at P = a/b = %.0f\n",
+                    int(Pmax), 100.0 * f.b * Pmax * Pmax / (f.a * Pmax + f.b * Pmax * Pmax), f.a / f.b);
+    } else {
+        std::printf("  b <= 0 or a <= 0: at these lengths the curve is dominated by something other "
+                    "than attention\n  (kernel efficiency rising with P, noise): try --full or a bigger "
+                    "model, and compare the us per token column\n");
+    }
+    return {{"points", rows}, {"fit", fit_json(f)}, {"csv", csv.path().string()}};
+}
+
+json sweep_decode(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
+    Engine& e = *s.engine;
+    const int V = e.config().vocab_size;
+    std::mt19937_64 rng(o.seed + 1);
+    std::printf("\n[2] one decode step against the cache length it reads (batch 1, %d timed steps at "
+                "each length)\n", o.repeats * o.steps);
+    std::vector<double> L, med;
+    std::vector<Stats> stats;
+    std::vector<int> start;
+    int slot = 0;
+    for (std::size_t i = 0; i < lens.size(); i++) {
+        const int S = lens[i];
+        std::fprintf(stderr, "decode: cache length %d (%zu/%zu)...\n", S, i + 1, lens.size());
+        e.reset(0);
+        std::vector<int> toks = random_tokens(S, V, rng);
+        int tok = argmax(e.prefill(0, toks), V);
+        // Warm-up steps, then timed ones; the cache grows by one each step.
+        for (int k = 0; k < o.warmup * o.steps; k++) batched_decode_step(e, {&slot, 1}, {&tok, 1});
+        std::vector<double> ms;
+        double len_sum = 0;
+        for (int k = 0; k < o.repeats * o.steps; k++) {
+            len_sum += e.cache_len(0);
+            ms.push_back(e.time_ms([&] { batched_decode_step(e, {&slot, 1}, {&tok, 1}); }));  // yours
+        }
+        Stats st = summarize(ms);
+        L.push_back(len_sum / double(ms.size()));
+        med.push_back(st.median);
+        stats.push_back(st);
+        start.push_back(S);
+    }
+    Csv csv(dir / "decode_vs_cache_len.csv", "cache_len,start_len,median_ms,mean_ms,stdev_ms,p90_ms,tokens_per_s");
+    std::printf("  %10s %11s %9s %10s\n", "cache len", "median ms", "p90 ms", "tokens/s");
+    json rows = json::array();
+    for (std::size_t i = 0; i < L.size(); i++) {
+        csv.row(L[i], start[i], med[i], stats[i].mean, stats[i].stdev, stats[i].p90, 1000.0 / med[i]);
+        std::printf("  %10.1f %11.3f %9.3f %10.1f\n", L[i], med[i], stats[i].p90, 1000.0 / med[i]);
+        rows.push_back({{"cache_len", L[i]}, {"median_ms", med[i]}, {"mean_ms", stats[i].mean},
+                        {"stdev_ms", stats[i].stdev}});
+    }
+    noise_note(stats);
+    json fit = nullptr;
+    if (std::set<double>(L.begin(), L.end()).size() >= 3) {
+        Fit f = fit_linear_quadratic(L, med);
+        std::printf("  your fit: step = %s\n", fmt_fit(f).c_str());
+        std::printf("  the weights cost the same every step; each cached token adds about %.3f us on "
+                    "average (reading its K and V)\n",
+                    1000.0 * (f.at(L.back()) - f.at(L.front())) / (L.back() - L.front()));
+        fit = fit_json(f);
+    }
+    std::printf("  longest cache / shortest: %.2fx the step time for %.1fx the cache\n", med.back() / med.front(),
+                L.back() / L.front());
+    return {{"points", rows}, {"fit", fit}, {"csv", csv.path().string()}};
+}
+
+json sweep_output(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& ns) {
+    Engine& e = *s.engine;
+    const int V = e.config().vocab_size;
+    std::mt19937_64 rng(o.seed + 2);
+    std::vector<int> prompt = random_tokens(o.output_prompt_len, V, rng);
+    std::printf("\n[3] total generation time against output length (prompt %d tokens, greedy, batch 1, "
+                "median of %d)\n", o.output_prompt_len, o.repeats);
+    GenerateOptions g;
+    g.stop_at_eos = false;
+    g.max_new_tokens = ns.back();
+    for (int w = 0; w < o.warmup; w++) generate(e, prompt, g);
+    std::vector<double> N, total;
+    Csv csv(dir / "total_vs_output_len.csv",
+            "output_len,total_ms,ttft_ms,prefill_ms,decode_ms,ms_per_output_token");
+    std::printf("  %6s %11s %9s %11s %13s\n", "n out", "total ms", "TTFT ms", "decode ms", "ms per token");
+    json rows = json::array();
+    for (std::size_t i = 0; i < ns.size(); i++) {
+        const int n = ns[i];
+        std::fprintf(stderr, "output: %d tokens (%zu/%zu)...\n", n, i + 1, ns.size());
+        g.max_new_tokens = n;
+        std::vector<GenerateResult> runs;
+        for (int r = 0; r < o.repeats; r++) runs.push_back(generate(e, prompt, g));
+        std::sort(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.total_ms < b.total_ms; });
+        const GenerateResult& r = runs[runs.size() / 2];
+        double dec = 0;
+        for (double d : r.decode_ms) dec += d;
+        N.push_back(n);
+        total.push_back(r.total_ms);
+        csv.row(n, r.total_ms, r.ttft_ms, r.prefill_ms, dec, r.total_ms / n);
+        std::printf("  %6d %11.3f %9.3f %11.3f %13.3f\n", n, r.total_ms, r.ttft_ms, dec, r.total_ms / n);
+        rows.push_back({{"output_len", n}, {"total_ms", r.total_ms}, {"ttft_ms", r.ttft_ms},
+                        {"prefill_ms", r.prefill_ms}, {"decode_ms", dec}});
+    }
+    json fit = nullptr;
+    if (std::set<double>(N.begin(), N.end()).size() >= 3) {
+        Fit f = fit_linear_quadratic(N, total);
+        std::printf("  your fit: total = %s\n", fmt_fit(f).c_str());
+        std::printf("  each extra output token costs about a = %.3f ms (one decode step + sampling); "
+                    "b*n^2 at n = %d is %.3f ms\n  (the cache each step reads grows by one token per token)\n",
+                    f.a, int(N.back()), f.b * N.back() * N.back());
+        fit = fit_json(f);
+    }
+    return {{"points", rows}, {"fit", fit}, {"prompt_len", o.output_prompt_len}, {"csv", csv.path().string()}};
+}
+
+json sweep_batch(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
+    const int V = s.engine->config().vocab_size;
+    const int P = o.batch_prompt_len;
+    std::printf("\n[4] batch size: B prompts of %d tokens (prefilled one after another), then %d decode "
+                "steps for all B\n    sequences together through your batched_decode_step() (median of %d)\n",
+                P, o.steps, o.repeats);
+    Csv csv(dir / "batch.csv",
+            "batch,prefill_ms,prefill_tokens_per_s,decode_step_ms,decode_tokens_per_s,per_request_ms_per_token");
+    std::printf("  %5s %12s %14s %15s %14s %10s\n", "B", "prefill ms", "prefill tok/s", "decode step ms",
+                "decode tok/s", "vs B=1");
+    json rows = json::array();
+    std::vector<Stats> step_stats;
+    double base = 0;
+    for (std::size_t i = 0; i < bs.size(); i++) {
+        const int B = bs[i];
+        std::fprintf(stderr, "batch: B = %d (%zu/%zu)...\n", B, i + 1, bs.size());
+        EngineOptions eo;
+        eo.device = s.engine->device();
+        eo.batch = B;
+        eo.max_seq = P + o.steps;
+        auto e = make_engine(s.loaded.model, eo);  // a cache with B slots
+        std::mt19937_64 rng(o.seed + 3);
+        std::vector<std::vector<int>> prompts;
+        for (int b = 0; b < B; b++) prompts.push_back(random_tokens(P, V, rng));
+        std::vector<int> slots(B), tokens(B);
+        for (int b = 0; b < B; b++) slots[b] = b;
+        std::vector<double> pre, step;
+        for (int run = 0; run < o.warmup + o.repeats; run++) {
+            const bool timed = run >= o.warmup;
+            for (int b = 0; b < B; b++) e->reset(b);
+            double t = e->time_ms([&] {
+                for (int b = 0; b < B; b++) tokens[b] = argmax(e->prefill(b, prompts[b]), V);
+            });
+            if (timed) pre.push_back(t);
+            for (int k = 0; k < o.steps; k++) {
+                double ms = e->time_ms([&] { batched_decode_step(*e, slots, tokens); });  // yours
+                if (timed) step.push_back(ms);
+            }
+        }
+        step_stats.push_back(summarize(step));
+        double pre_ms = summarize(pre).median, step_ms = step_stats.back().median;
+        double pre_tps = 1000.0 * B * P / pre_ms, dec_tps = 1000.0 * B / step_ms;
+        if (i == 0) base = dec_tps / B;
+        csv.row(B, pre_ms, pre_tps, step_ms, dec_tps, step_ms);
+        std::printf("  %5d %12.3f %14.0f %15.3f %14.1f %9.2fx\n", B, pre_ms, pre_tps, step_ms, dec_tps,
+                    base > 0 ? dec_tps / base : 0.0);
+        rows.push_back({{"batch", B}, {"prefill_ms", pre_ms}, {"prefill_tokens_per_s", pre_tps},
+                        {"decode_step_ms", step_ms}, {"decode_tokens_per_s", dec_tps}});
+    }
+    noise_note(step_stats);
+    if (rows.size() >= 2) {
+        const json& a = rows.front();
+        const json& z = rows.back();
+        std::printf("  from B = %d to B = %d: decode throughput x%.2f, each request's time per token x%.2f, "
+                    "prefill throughput x%.2f\n",
+                    a["batch"].get<int>(), z["batch"].get<int>(),
+                    z["decode_tokens_per_s"].get<double>() / a["decode_tokens_per_s"].get<double>(),
+                    z["decode_step_ms"].get<double>() / a["decode_step_ms"].get<double>(),
+                    z["prefill_tokens_per_s"].get<double>() / a["prefill_tokens_per_s"].get<double>());
+        std::printf("  (the decode step time is also each request's time per output token)\n");
+    }
+    return {{"points", rows}, {"prompt_len", P}, {"steps", o.steps}, {"csv", csv.path().string()}};
+}
+
+// --- plots ------------------------------------------------------------------------
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+void draw_plots(const fs::path& dir, bool skip) {
+    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/labs/track1/05-length-and-batch/plot.py";
+    const std::string cmd = "/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(dir.string());
+    if (skip) {
+        std::printf("\nplots: skipped (--no-plot). Draw them with:\n  %s\n", cmd.c_str());
+        return;
+    }
+    if (!fs::exists("/usr/bin/python3") || !fs::exists(script)) {
+        std::printf("\nplots: not drawn, %s is missing. The CSV files are in %s; draw them on a machine "
+                    "with python3 and matplotlib:\n  python3 plot.py %s\n",
+                    fs::exists("/usr/bin/python3") ? script.c_str() : "/usr/bin/python3",
+                    dir.string().c_str(), dir.string().c_str());
+        return;
+    }
+    std::fflush(stdout);
+    int rc = std::system((cmd + " 1>&2").c_str());
+    if (rc == 0) {
+        std::printf("\nplots: drawn into %s (*.png and *.svg)\n", dir.string().c_str());
+    } else {
+        std::printf("\nplots: not drawn (plot.py exited with status %d; matplotlib missing? install it with\n"
+                    "  apt-get install python3-matplotlib   (or: pip install matplotlib)\n"
+                    "and run:\n  %s\n",
+                    rc, cmd.c_str());
+    }
+}
+
+std::vector<int> doubling(int from, int to) {
+    std::vector<int> v;
+    for (int x = from; x <= to; x *= 2) v.push_back(x);
+    return v;
+}
+
+int run(Options& o) {
+    if (o.warmup < 0) fail("--warmup must be >= 0, got {}", o.warmup);
+    if (o.repeats < 1) fail("--repeats must be at least 1, got {}", o.repeats);
+    if (o.steps < 1) fail("--steps must be at least 1, got {}", o.steps);
+    if (o.output_prompt_len < 1) fail("--output-prompt-len must be at least 1, got {}", o.output_prompt_len);
+    if (o.batch_prompt_len < 1) fail("--batch-prompt-len must be at least 1, got {}", o.batch_prompt_len);
+    std::set<std::string> want(o.sweeps.begin(), o.sweeps.end());
+    for (auto& w : want)
+        if (w != "prefill" && w != "decode" && w != "output" && w != "batch")
+            fail("unknown sweep \"{}\" in --sweeps: use prefill, decode, output, batch", w);
+
+    lab::LabSession s = lab::open_lab_session(o.lab, 1, 0);
+    Engine& e = *s.engine;
+    const Config& c = e.config();
+    const int ctx = e.max_seq();
+
+    // Your two functions, once on tiny inputs before any long sweep: a missing
+    // exercise stops the lab here, not after minutes of measuring.
+    {
+        int slot = 0, tok = 0;
+        e.reset(0);
+        e.prefill(0, {&tok, 1});
+        batched_decode_step(e, {&slot, 1}, {&tok, 1});
+        e.reset(0);
+        std::vector<double> x = {1, 2, 3}, y = {1, 4, 9};
+        fit_linear_quadratic(x, y);
+    }
+
+    // The sweep points: small by default, --full for more, or given exactly.
+    const int steps_room = (o.warmup + o.repeats) * o.steps + 1;
+    if (o.prompt_lens.empty())
+        o.prompt_lens = o.full ? doubling(32, 4096) : std::vector<int>{32, 64, 128, 192, 256, 384, 512};
+    if (o.cache_lens.empty())
+        o.cache_lens = o.full ? doubling(16, 4096) : std::vector<int>{16, 64, 128, 256, 384, 448};
+    if (o.output_lens.empty())
+        o.output_lens = o.full ? std::vector<int>{1, 16, 32, 64, 128, 256, 512} : std::vector<int>{1, 8, 16, 32, 64};
+    if (o.batches.empty()) o.batches = o.full ? std::vector<int>{1, 2, 4, 8, 16, 24, 32} : std::vector<int>{1, 2, 4, 8, 16};
+    auto prompt_lens = fit_range(o.prompt_lens, 1, ctx, "prompt lengths");
+    auto cache_lens = fit_range(o.cache_lens, 1, ctx - steps_room, "cache lengths");
+    auto output_lens = fit_range(o.output_lens, 1, ctx - o.output_prompt_len, "output lengths");
+    auto batches = fit_range(o.batches, 1, 1024, "batch sizes");
+    if (o.steps >= ctx) fail("--steps {} leaves no room for a prompt in the context length of {}", o.steps, ctx);
+    if (o.batch_prompt_len + o.steps > ctx) {
+        std::fprintf(stderr, "note: --batch-prompt-len %d plus --steps %d exceed the context length of %d; "
+                     "using prompts of %d tokens\n", o.batch_prompt_len, o.steps, ctx, ctx - o.steps);
+        o.batch_prompt_len = ctx - o.steps;
+    }
+    if (want.count("prefill") && prompt_lens.size() < 3)
+        fail("the prefill sweep needs at least 3 prompt lengths that fit the context of {}", ctx);
+
+    fs::path dir(o.out);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) fail("cannot create the output folder {}: {}", o.out, ec.message());
+
+    std::printf("Lab 05: prompt length, output length and batch size\n");
+    std::printf("model    %s (%s, %d layers, dim %d, %d heads / %d KV heads, context %d), %s, %s\n",
+                o.lab.model.c_str(), family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, ctx,
+                o.lab.precision.c_str(), device_name(e.device()));
+    std::printf("hardware %s\ntiming   %s\n", e.hardware().c_str(), e.timing_method().c_str());
+    std::printf("results  %s/ (CSV per sweep, plots drawn by plot.py)\n", dir.string().c_str());
+
+    json j;
+    j["lab"] = "05-length-and-batch";
+    j["model"] = o.lab.model;
+    j["precision"] = o.lab.precision;
+    j["device"] = device_name(e.device());
+    j["hardware"] = e.hardware();
+    j["threads"] = omp_get_max_threads();
+    j["timing_method"] = e.timing_method();
+    j["warmup"] = o.warmup;
+    j["repeats"] = o.repeats;
+    const double t0 = now_ms();
+    if (want.count("prefill")) j["prefill"] = sweep_prefill(s, o, dir, prompt_lens);
+    if (want.count("decode") && !cache_lens.empty()) j["decode"] = sweep_decode(s, o, dir, cache_lens);
+    if (want.count("output") && !output_lens.empty()) j["output"] = sweep_output(s, o, dir, output_lens);
+    if (want.count("batch") && !batches.empty()) j["batch"] = sweep_batch(s, o, dir, batches);
+    std::printf("\nall sweeps took %.1f s\n", (now_ms() - t0) / 1000.0);
+    lab::write_lab_json(o.lab, j);
+    draw_plots(dir, o.no_plot);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    CLI::App app(
+        "Lab 05: sweeps that show how each knob moves each phase.\n"
+        "  prefill  prefill time against prompt length P; your fit c0 + a*P + b*P^2 separates the\n"
+        "           matrix products (linear in P) from attention (quadratic in P)\n"
+        "  decode   one decode step against the cache length it reads (the weights cost the same\n"
+        "           every step; the cache adds a little per cached token)\n"
+        "  output   total time against output length: one decode step per token, so a line\n"
+        "  batch    B sequences: prefill tokens/s, and decode steps serving all B at once through\n"
+        "           your batched_decode_step() (weights read once per step for all B)\n"
+        "Each sweep writes a CSV into --out and plot.py draws it (PNG and SVG).\n"
+        "Defaults are small (well under a minute with the bundled model on 2 cores). For numbers\n"
+        "closer to a real model: --model synthetic:bench-llama-125m --full (minutes).",
+        "05-length-and-batch");
+    lab::add_lab_options(app, o.lab);
+    app.add_option("--out,-o", o.out, "folder for the CSV files and plots")->capture_default_str();
+    app.add_flag("--full", o.full, "longer sweeps: prompts and caches up to the context length, "
+                                   "outputs up to 512 tokens, batches up to 32");
+    app.add_option("--sweeps", o.sweeps, "which sweeps to run, e.g. --sweeps prefill,batch")
+        ->delimiter(',')->capture_default_str();
+    app.add_option("--prompt-lens", o.prompt_lens, "prompt lengths for the prefill sweep, e.g. 64,128,256")
+        ->delimiter(',');
+    app.add_option("--cache-lens", o.cache_lens, "cache lengths for the decode sweep")->delimiter(',');
+    app.add_option("--output-lens", o.output_lens, "output lengths for the output sweep")->delimiter(',');
+    app.add_option("--batches", o.batches, "batch sizes for the batch sweep")->delimiter(',');
+    app.add_option("--warmup", o.warmup, "untimed runs before each measurement")->capture_default_str();
+    app.add_option("--repeats,-r", o.repeats, "timed runs per point (the median is reported)")
+        ->capture_default_str();
+    app.add_option("--steps", o.steps, "decode steps timed per run (decode and batch sweeps)")
+        ->capture_default_str();
+    app.add_option("--output-prompt-len", o.output_prompt_len, "prompt length of the output sweep")
+        ->capture_default_str();
+    app.add_option("--batch-prompt-len", o.batch_prompt_len, "prompt length of each sequence in the batch sweep")
+        ->capture_default_str();
+    app.add_option("--seed", o.seed, "seed of the random prompt tokens")->capture_default_str();
+    app.add_flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
+    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Draws lab 05's sweeps from the CSV files in DIR (one PNG and one SVG per sweep).
+
+    /usr/bin/python3 labs/track1/05-length-and-batch/plot.py lab05-results
+
+Needs matplotlib (Debian: apt-get install python3-matplotlib). Draws whichever
+of the four CSV files it finds; exits 4 when matplotlib is missing, 2 when DIR
+holds none of them.
+"""
+import csv
+import os
+import sys
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def save(fig, out_dir, name):
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(out_dir, f"{name}.{ext}"), dpi=120, bbox_inches="tight")
+    print(f"  {name}.png, {name}.svg")
+
+
+def plot_prefill(plt, rows, out_dir):
+    P = [r["prompt_len"] for r in rows]
+    ms = [r["median_ms"] for r in rows]
+    up = [max(0.0, r["p90_ms"] - r["median_ms"]) for r in rows]
+    # The fit's coefficients, recovered from its columns.
+    last = rows[-1]
+    a = last["fit_linear_ms"] / last["prompt_len"]
+    b = last["fit_quadratic_ms"] / last["prompt_len"] ** 2
+    c0 = last["fit_ms"] - last["fit_linear_ms"] - last["fit_quadratic_ms"]
+    xs = [P[0] + (P[-1] - P[0]) * i / 200 for i in range(201)]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax1.errorbar(P, ms, yerr=[[0.0] * len(up), up], fmt="o", color="C0", capsize=3,
+                 label="measured (median; bar up to p90)")
+    ax1.plot(xs, [c0 + a * x + b * x * x for x in xs], color="C1",
+             label=f"fit c0 + aP + bP²  (b = {b:.3g} ms/token²)")
+    ax1.plot(xs, [c0 + a * x for x in xs], "--", color="C2", label=f"c0 + aP only  (a = {a:.3g} ms/token)")
+    ax1.set_xlabel("prompt length P (tokens)")
+    ax1.set_ylabel("prefill time (ms)")
+    ax1.set_title("Prefill time against prompt length")
+    ax1.set_ylim(bottom=0)
+    ax1.legend(fontsize=8)
+    ax1.grid(alpha=0.3)
+    ax2.plot(P, [1000 * r["ms_per_token"] for r in rows], "o-", color="C3")
+    ax2.set_xlabel("prompt length P (tokens)")
+    ax2.set_ylabel("prefill time per prompt token (µs)")
+    ax2.set_title("Per prompt token: flat where time is linear in P,\nrising where attention (∝ P per token) counts")
+    ax2.set_ylim(bottom=0)
+    ax2.grid(alpha=0.3)
+    save(fig, out_dir, "prefill_vs_prompt_len")
+
+
+def plot_decode(plt, rows, out_dir):
+    L = [r["cache_len"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    up = [max(0.0, r["p90_ms"] - r["median_ms"]) for r in rows]
+    ax.errorbar(L, [r["median_ms"] for r in rows], yerr=[[0.0] * len(up), up], fmt="o-", color="C0", capsize=3,
+                label="median; bar up to p90")
+    ax.legend(fontsize=8)
+    ax.set_xlabel("cache length read by the step (tokens)")
+    ax.set_ylabel("one decode step (ms)")
+    ax.set_title("Decode step against cache length\n(weights: same every step; cache: grows with length)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    save(fig, out_dir, "decode_vs_cache_len")
+
+
+def plot_output(plt, rows, out_dir):
+    n = [r["output_len"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    ax.plot(n, [r["total_ms"] for r in rows], "o-", color="C0", label="total (prefill + decode steps)")
+    ax.plot(n, [r["ttft_ms"] for r in rows], "s--", color="C1", label="time to first token")
+    ax.set_xlabel("output tokens")
+    ax.set_ylabel("time (ms)")
+    ax.set_title("Total time against output length\n(prefill once, then one decode step per token)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    save(fig, out_dir, "total_vs_output_len")
+
+
+def plot_batch(plt, rows, out_dir):
+    B = [r["batch"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax1.plot(B, [r["decode_tokens_per_s"] for r in rows], "o-", color="C0", label="decode")
+    ax1.plot(B, [r["prefill_tokens_per_s"] for r in rows], "s-", color="C1", label="prefill")
+    ax1.set_xscale("log", base=2)
+    ax1.set_yscale("log")
+    ax1.set_xlabel("batch size B")
+    ax1.set_ylabel("throughput (tokens/s, all sequences)")
+    ax1.set_title("Throughput against batch size")
+    ax1.legend(fontsize=8)
+    ax1.grid(alpha=0.3, which="both")
+    ax2.plot(B, [r["per_request_ms_per_token"] for r in rows], "o-", color="C2")
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("batch size B")
+    ax2.set_ylabel("decode step = each request's ms per token")
+    ax2.set_title("What each request pays for sharing the step")
+    ax2.set_ylim(bottom=0)
+    ax2.grid(alpha=0.3)
+    for ax in (ax1, ax2):
+        ax.set_xticks(B)
+        ax.set_xticklabels([str(int(b)) for b in B])
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+    save(fig, out_dir, "batch")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    out_dir = sys.argv[1]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot.py: matplotlib is not installed. Install it (Debian/Ubuntu: apt-get install "
+              f"python3-matplotlib; elsewhere: pip install matplotlib), then run:\n"
+              f"  python3 {sys.argv[0]} {out_dir}", file=sys.stderr)
+        return 4
+    plots = [("prefill_vs_prompt_len.csv", plot_prefill), ("decode_vs_cache_len.csv", plot_decode),
+             ("total_vs_output_len.csv", plot_output), ("batch.csv", plot_batch)]
+    drawn = 0
+    print(f"plot.py: drawing into {out_dir}")
+    for name, fn in plots:
+        path = os.path.join(out_dir, name)
+        if not os.path.exists(path):
+            continue
+        rows = read(path)
+        if rows:
+            fn(plt, rows, out_dir)
+            plt.close("all")
+            drawn += 1
+    if drawn == 0:
+        print(f"plot.py: no lab 05 CSV files in {out_dir}: run 05-length-and-batch first", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
