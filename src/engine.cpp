@@ -64,7 +64,7 @@ bool cuda_available(std::string* why_not) {
 #ifdef PDLAB_HAVE_CUDA
     return cuda_device_present(why_not);
 #else
-    if (why_not) *why_not = "this build of the kit has no CUDA backend (nvcc was not found when it was configured; reconfigure with -Dcuda=enabled on a machine with the CUDA Toolkit)";
+    if (why_not) *why_not = "this build of the kit has no CUDA backend (it was configured with -Dcuda=disabled, or nvcc was not found; reconfigure with -Dcuda=enabled on a machine with the CUDA Toolkit)";
     return false;
 #endif
 }

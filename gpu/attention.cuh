@@ -1,0 +1,76 @@
+// Causal self-attention against the device KV cache. Mirrors src/attention.hpp
+// (the CPU twins: pd::attention_prefill and pd::attention_decode).
+//
+// Query head h reads KV head h / (n_heads / n_kv_heads): MHA, GQA and MQA in
+// one code path, as on the CPU.
+//
+// Queries are read with a row stride, so the model can pass the q part of its
+// [q | k | v] projection rows without copying it out first. Outputs are
+// contiguous (rows, n_heads * head_dim).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kv_cache.cuh"
+#include "matmul.cuh"
+
+namespace pd::gpu {
+
+// --- decode --------------------------------------------------------------------
+//
+// One query per sequence: row r belongs to sequence slots[r] at position
+// pos[r] and sees cached positions 0 .. pos[r] (slots, pos: device arrays).
+//
+// Split-K ("flash-decoding"): the keys are cut into blocks of
+// kDecodeKeysPerSplit; one thread block per (split, head, row) computes the
+// scores of its keys, their local softmax (max m, sum l) and the unnormalised
+// weighted sum of their values; a second kernel merges the splits of each
+// (row, head) exactly: out = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
+// Enough blocks to fill the GPU at batch 1, and the grid depends only on
+// max_seq, not on the positions, so a captured CUDA graph can replay it as
+// the cache grows.
+constexpr int kDecodeKeysPerSplit = 256;
+
+// Floats of scratch attention_decode needs.
+std::size_t attention_decode_scratch(int rows, int n_heads, int max_seq, int head_dim);
+
+void attention_decode(float* out, const float* q, int q_stride, KVLayer c, const int* slots,
+                      const int* pos, int rows, int n_heads, float* scratch, cudaStream_t s);
+// The same, writing bf16 (the input of the next product with bf16 weights).
+void attention_decode(std::uint16_t* out, const float* q, int q_stride, KVLayer c, const int* slots,
+                      const int* pos, int rows, int n_heads, float* scratch, cudaStream_t s);
+
+// --- prefill ---------------------------------------------------------------------
+//
+// T queries of sequence b at positions start .. start+T-1, whose K/V are
+// already in the cache; query i sees positions 0 .. start+i (causal).
+//
+// Prefill is compute-bound, so it runs on cuBLAS: for a chunk of queries,
+//   S = Q K^T / sqrt(D)    one batched GEMM over all heads (pointer arrays pick
+//                          each head's KV head, which is how GQA is expressed)
+//   P = causal softmax(S)  one block per row; masked keys get probability 0
+//   O = P V                one batched GEMM, written straight into `out`
+// Queries go in chunks so that S (n_heads x chunk x keys floats) fits the
+// scratch; a chunk needs only the keys up to its last query, which skips most
+// of the masked upper triangle.
+//
+// allow_tf32: let the GEMMs use TF32 tensor cores (for bf16 models, whose
+// other products are bf16 already); f32 models keep exact f32.
+
+// Default scratch budget for S: 64 Mi floats (256 MiB).
+constexpr std::size_t kPrefillScoreBudget = std::size_t(64) << 20;
+
+// Queries per chunk for a scratch budget of `budget_floats` (at least 1).
+int attention_prefill_chunk(int T, int start, int n_heads, std::size_t budget_floats);
+// Floats of scratch attention_prefill needs with that budget (scores + pointer arrays).
+std::size_t attention_prefill_scratch(int T, int start, int n_heads,
+                                      std::size_t budget_floats = kPrefillScoreBudget);
+
+void attention_prefill(const Blas& blas, float* out, const float* q, int q_stride, KVLayer c, int b,
+                       int start, int T, int n_heads, float* scratch, bool allow_tf32,
+                       std::size_t budget_floats = kPrefillScoreBudget);
+
+}  // namespace pd::gpu

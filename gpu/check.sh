@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The GPU track's one check, for a machine with an NVIDIA GPU (built for sm_90,
+# Hopper, plus PTX for newer cards; see gpu_archs in gpu/meson.build):
+#
+#   1. configure a build with -Dcuda=enabled and build it
+#   2. meson test --suite gpu (every kernel vs its CPU twin, GPU vs CPU model)
+#   3. measure the card: copy bandwidth, cuBLAS bf16 GEMM rate
+#   4. the attention dev harnesses (validated, then timed)
+#   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16) and
+#      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps)
+#   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
+#        decode  ms/token <= 1.5 x (weight bytes / measured bandwidth)
+#        prefill FLOP/s   >= 0.5 x measured cuBLAS bf16 GEMM rate
+#   7. pdlab compare (CPU vs GPU side by side)
+# and prints one summary table. Everything, summary first, goes to the report
+# file (default docs/gpu-results.md), headed by the date and the card.
+# About 5-8 minutes on a 16-core machine, most of it the build.
+#
+#   gpu/check.sh [REPORT]        env: BUILD=build-gpu  JOBS=$(nproc)
+#
+# A failing step is recorded and the script goes on with the next one; it
+# exits 1 if any step failed or a target was missed, 0 otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+report=${1:-docs/gpu-results.md}
+build=${BUILD:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+full="$tmp/full.md"
+summary="$tmp/summary.md"
+failed=0
+started=$(date +%s)
+
+# Runs a step: its output is shown, kept in $tmp/LOG and appended with the
+# command line to the full log; a non-zero exit (77, skip, aside) is counted.
+# Usage: step TITLE TIMEOUT_S LOG CMD...
+step() {
+    local title=$1 limit=$2 out="$tmp/$3" rc t0
+    shift 3
+    echo "== $title" >&2
+    t0=$(date +%s)
+    timeout "$limit" "$@" 2>&1 | tee "$out" >&2
+    rc=${PIPESTATUS[0]}
+    {
+        echo
+        echo "### $title"
+        echo
+        echo '```'
+        echo "\$ $*"
+        cat "$out"
+        echo "(exit $rc, $(( $(date +%s) - t0 )) s)"
+        echo '```'
+    } >>"$full"
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+        failed=$((failed + 1))
+        echo "   step failed with exit $rc" >&2
+    fi
+    return "$rc"
+}
+
+# The value of "key": number in a JSON file written by nlohmann (one key per line).
+json_num() { sed -n "s/^ *\"$2\": \(-\{0,1\}[0-9.eE+-]*\),\{0,1\}$/\1/p" "$1" 2>/dev/null | head -n1; }
+# The value of "RESULT key=value" in a log.
+result() { sed -n "s/^RESULT $2=\(.*\)$/\1/p" "$1" 2>/dev/null | head -n1; }
+
+card=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n1)
+[ -n "$card" ] || card="(nvidia-smi not found)"
+
+# 1. Build.
+if [ -f "$build/build.ninja" ]; then
+    step "configure (existing $build)" 120 configure.log meson configure "$build" -Dcuda=enabled -Dtests=true
+else
+    step "configure" 300 configure.log meson setup "$build" -Dcuda=enabled -Dtests=true --buildtype=release
+fi
+if ! step "build" 900 build.log ninja -C "$build" -j"$jobs"; then
+    echo "the build failed: see $report" >&2
+fi
+pdlab="$build/src/pdlab/pdlab"
+dev="$build/gpu/dev"
+
+# 2. Tests.
+step "meson test --suite gpu" 900 tests.log meson test -C "$build" --suite gpu --print-errorlogs \
+    --num-processes 1
+tests_line=$(grep -E "^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):" "$tmp/tests.log" | tr -s ' ' | paste -sd' ' -)
+
+# 3. The card.
+step "copy bandwidth" 120 bw.log "$dev/bandwidth" --gib 2
+step "cuBLAS bf16 GEMM" 180 gemm.log "$dev/gemm" --m 2048
+bw=$(result "$tmp/bw.log" copy_gbs)
+gemm=$(result "$tmp/gemm.log" gemm_tflops)
+gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
+
+# 4. Dev harnesses.
+step "attention_decode (1B shapes, 2048 cached)" 120 att_decode.log "$dev/attention_decode" --heads 32 --kv-heads 8 --len 2048
+step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" --heads 16 --kv-heads 4 --len 2048 --tf32
+
+# 5. Benchmarks. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
+step "bench bench-llama-125m f32" 300 b125_f32.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+    --precision f32 -P 960 -n 64 --json "$tmp/b125_f32.json"
+step "bench bench-llama-125m bf16" 300 b125_bf16.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+    --precision bf16 -P 960 -n 64 --json "$tmp/b125_bf16.json"
+step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
+    --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
+
+# 6. Targets.
+roof_ok=0
+if [ -n "$bw" ] && [ -n "$gemm" ] && [ -f "$tmp/b1b.json" ]; then
+    step "targets (gpu/dev/targets)" 60 roof.log "$build/gpu/dev/targets" --model synthetic:llama-1b --precision bf16 \
+        --bench "$tmp/b1b.json" --bandwidth-gbs "$bw" --gemm-tflops "$gemm" --json "$tmp/roof.json" --strict
+    roof_ok=$?
+else
+    echo "targets not judged: a measurement is missing" >&2
+    failed=$((failed + 1))
+    roof_ok=1
+fi
+
+# 7. CPU vs GPU.
+step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m --precision bf16 \
+    -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
+
+# Summary.
+v() { local x; x=$(json_num "$1" "$2"); printf '%s' "${x:-n/a}"; }
+fmt3() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.3f' "$1" || printf 'n/a'; }
+fmt1() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.1f' "$1" || printf 'n/a'; }
+verdict() { [ "$1" = true ] && echo MET || { [ "$1" = false ] && echo MISSED || echo n/a; }; }
+met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/dev/null | head -n1; }
+{
+    echo "| measurement | value | target | verdict |"
+    echo "|---|---|---|---|"
+    echo "| gpu test suite | ${tests_line:-n/a} | all Ok | |"
+    echo "| copy bandwidth (device to device, read + write) | $(fmt1 "$bw") GB/s | | |"
+    echo "| cuBLAS bf16 GEMM, Llama-1B shapes at M = 2048 | $(fmt1 "$gemm") TFLOP/s (square 8192: $(fmt1 "$gemm_sq")) | | |"
+    echo "| llama-1b bf16 decode, ms/token (batch 1, after 2048) | $(fmt3 "$(v "$tmp/b1b.json" decode_ms_per_token_median)") | <= 1.5 x floor $(fmt3 "$(v "$tmp/roof.json" decode_floor_ms)") ms | ratio $(fmt3 "$(v "$tmp/roof.json" decode_ratio)"): $(verdict "$(met decode_met)") |"
+    echo "| llama-1b bf16 prefill of 2048 tokens, ms | $(fmt3 "$(v "$tmp/b1b.json" prefill_ms_median)") ($(fmt1 "$(v "$tmp/roof.json" prefill_tflops)") TFLOP/s) | >= 0.5 x GEMM rate | ratio $(fmt3 "$(v "$tmp/roof.json" prefill_ratio)"): $(verdict "$(met prefill_met)") |"
+    for p in f32 bf16; do
+        f="$tmp/b125_$p.json"
+        echo "| bench-llama-125m $p: prefill 960 ms / decode ms per token | $(fmt3 "$(v "$f" prefill_ms_median)") / $(fmt3 "$(v "$f" decode_ms_per_token_median)") | | |"
+    done
+    echo "| compare bench-llama-125m bf16 (P 512): GPU speed-up prefill / decode | $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_prefill)")x / $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_decode)")x | | |"
+    echo
+    echo "Steps failed: $failed. Total time: $(( $(date +%s) - started )) s."
+} >"$summary"
+
+mkdir -p "$(dirname "$report")"
+{
+    echo "# GPU results, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo "Card: $card"
+    echo "Host: $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    echo "Written by gpu/check.sh (see docs/gpu.md)."
+    echo
+    echo "## Summary"
+    echo
+    cat "$summary"
+    echo
+    echo "## Full output"
+    cat "$full"
+} >"$report"
+
+echo
+cat "$summary"
+echo "report: $report"
+[ "$failed" -eq 0 ] && [ "$roof_ok" -eq 0 ]

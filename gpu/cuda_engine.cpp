@@ -1,0 +1,451 @@
+// The CUDA engine: the host side of the GPU backend (C++20, compiled by g++).
+// It uploads the model once, checks every request exactly as the CPU engine
+// does (same messages), stages the per-row inputs, enqueues the forward pass
+// (gpu/model.cu) and brings the logits back to host memory.
+#include "cuda_engine.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "common.hpp"
+#include "cuda_check.cuh"
+#include "kv_cache.cuh"
+#include "matmul.cuh"
+#include "model.cuh"
+#include "ops.cuh"
+
+namespace pd {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Presence {
+    bool present = false;
+    std::string why_not;
+};
+
+Presence detect_device() {
+    Presence p;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        p.why_not = fmt::format("no usable CUDA driver or GPU on this machine ({})", cudaGetErrorString(e));
+        return p;
+    }
+    if (n == 0) {
+        p.why_not = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
+        return p;
+    }
+    cudaDeviceProp prop{};
+    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) {
+        cudaGetLastError();
+        p.why_not = fmt::format("cannot query GPU 0 ({})", cudaGetErrorString(e));
+        return p;
+    }
+    const char* why = nullptr;
+    if (cudaSetDevice(0) != cudaSuccess || !gpu::kernels_runnable(&why)) {
+        cudaGetLastError();
+        p.why_not = fmt::format(
+            "GPU 0 ({}, compute capability {}.{}) cannot run this build's kernels ({}); the kit is "
+            "built for sm_90 (+ PTX for newer cards): add the card's architecture to gpu_archs in "
+            "gpu/meson.build",
+            prop.name, prop.major, prop.minor, why ? why : "unknown reason");
+        return p;
+    }
+    p.present = true;
+    return p;
+}
+
+const Presence& presence() {
+    static const Presence p = detect_device();
+    return p;
+}
+
+// Same checks and messages as src/model.cpp.
+void check_tokens(const Config& c, std::span<const int> tokens) {
+    for (int t : tokens)
+        if (t < 0 || t >= c.vocab_size)
+            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t,
+                 c.vocab_size - 1);
+}
+
+bool graphs_enabled_by_env() {
+    const char* v = std::getenv("PDLAB_CUDA_GRAPHS");
+    return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
+}
+
+class CudaEngine final : public Engine {
+public:
+    CudaEngine(std::shared_ptr<const Model> m, const EngineOptions& o) : model_(std::move(m)) {
+        const Config& c = model_->config;
+        PD_CUDA(cudaSetDevice(0));
+        PD_CUDA(cudaGetDeviceProperties(&prop_, 0));
+        const int S = o.max_seq > 0 ? std::min(o.max_seq, c.max_seq_len) : c.max_seq_len;
+        check_memory(o.batch, S);
+        try {
+            PD_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+            PD_CUDA(cudaEventCreate(&ev_start_));
+            PD_CUDA(cudaEventCreate(&ev_stop_));
+            blas_ = std::make_unique<gpu::Blas>(stream_);
+            upload_model();
+            cache_ = gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim);
+            gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
+            use_graphs_ = graphs_enabled_by_env();
+            PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
+        } catch (...) {
+            release();  // the destructor does not run for a half-built object
+            throw;
+        }
+    }
+
+    ~CudaEngine() override { release(); }
+
+    const Config& config() const override { return model_->config; }
+    Device device() const override { return Device::cuda; }
+    std::string hardware() const override { return cuda_device_summary(); }
+
+    const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
+        const Config& c = model_->config;
+        const int T = int(tokens.size());
+        if (T == 0) fail("prefill needs at least one token (the prompt is empty)");
+        if (slot < 0 || slot >= cache_.batch)
+            fail("sequence slot {} is outside the cache's batch of {}", slot, cache_.batch);
+        check_tokens(c, tokens);
+        const int start = cache_.seq_len[slot];
+        if (start + T > cache_.max_seq)
+            fail("{} prompt tokens after {} cached ones exceed the context length of {} "
+                 "(shorten the prompt or generate fewer tokens)", T, start, cache_.max_seq);
+        const int n_kept = keep == Keep::all ? T : 1;
+        gpu::ensure_run_state(st_, dm_, T, n_kept, cache_.max_seq, T, start);
+        rows_token_.assign(tokens.begin(), tokens.end());
+        rows_slot_.assign(T, slot);
+        rows_pos_.resize(T);
+        for (int i = 0; i < T; i++) rows_pos_[i] = start + i;
+        stage_rows(T);
+        gpu::ForwardArgs a;
+        a.phase = gpu::Phase::prefill;
+        a.rows = T;
+        a.slot = slot;
+        a.start = start;
+        a.first_kept = keep == Keep::all ? 0 : T - 1;
+        a.n_kept = n_kept;
+        gpu::forward(dm_, cache_, st_, *blas_, a);
+        const float* logits = fetch_logits(n_kept);
+        cache_.seq_len[slot] = start + T;
+        return logits;
+    }
+
+    const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
+        const Config& c = model_->config;
+        const int rows = int(tokens.size());
+        if (rows == 0 || slots.size() != tokens.size())
+            fail("decode needs one token per sequence ({} slots, {} tokens)", slots.size(), tokens.size());
+        check_tokens(c, tokens);
+        rows_token_.assign(tokens.begin(), tokens.end());
+        rows_slot_.resize(rows);
+        rows_pos_.resize(rows);
+        for (int r = 0; r < rows; r++) {
+            int b = slots[r];
+            if (b < 0 || b >= cache_.batch)
+                fail("sequence slot {} is outside the cache's batch of {}", b, cache_.batch);
+            if (cache_.seq_len[b] == 0)
+                fail("decode on sequence {} before any prefill: its cache is empty", b);
+            if (cache_.seq_len[b] + 1 > cache_.max_seq)
+                fail("sequence {} is full: {} tokens fill the context length of {}", b,
+                     cache_.seq_len[b], cache_.max_seq);
+            rows_slot_[r] = b;
+            rows_pos_[r] = cache_.seq_len[b];
+        }
+        gpu::ensure_run_state(st_, dm_, rows, rows, cache_.max_seq);  // no-op after the first steps
+        stage_rows(rows);
+        gpu::ForwardArgs a;
+        a.phase = gpu::Phase::decode;
+        a.rows = rows;
+        a.first_kept = 0;
+        a.n_kept = rows;
+        if (use_graphs_) run_graph(a);
+        else gpu::forward(dm_, cache_, st_, *blas_, a);
+        const float* logits = fetch_logits(rows);
+        for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
+        return logits;
+    }
+
+    int cache_len(int slot) const override { return cache_.seq_len.at(slot); }
+    int batch() const override { return cache_.batch; }
+    int max_seq() const override { return cache_.max_seq; }
+    void reset(int slot) override { cache_.seq_len.at(slot) = 0; }
+
+    double time_ms(const std::function<void()>& work) override {
+        // Events are stamped by the GPU when the stream reaches them, so the
+        // difference is the device's time between the two, whatever the host
+        // did meanwhile. The synchronise makes the host wait for the second
+        // stamp before reading it.
+        PD_CUDA(cudaEventRecord(ev_start_, stream_));
+        work();
+        PD_CUDA(cudaEventRecord(ev_stop_, stream_));
+        PD_CUDA(cudaEventSynchronize(ev_stop_));
+        float ms = 0;
+        PD_CUDA(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
+        return ms;
+    }
+
+    std::string timing_method() const override {
+        return fmt::format(
+            "CUDA events recorded on the engine's stream before and after each phase, then "
+            "cudaEventSynchronize on the second one before reading the time: kernel launches are "
+            "asynchronous (they return as soon as the work is queued, long before the GPU has "
+            "done it), so a host clock read right after them would time the launches, not the "
+            "work. The time includes copying the logits back to host memory. Decode steps {}",
+            use_graphs_ ? "replay one captured CUDA graph per batch size (PDLAB_CUDA_GRAPHS=0 "
+                          "launches every kernel instead)"
+                        : "launch every kernel (CUDA graphs off: PDLAB_CUDA_GRAPHS=0)");
+    }
+
+    const Model& host_model() const override { return *model_; }
+
+private:
+    struct Graph {
+        cudaGraphExec_t exec = nullptr;
+        int generation = 0;
+    };
+
+    // Everything that is not a DeviceBuffer / DeviceArena (those free themselves).
+    void release() noexcept {
+        if (stream_) cudaStreamSynchronize(stream_);
+        for (auto& [rows, g] : graphs_) cudaGraphExecDestroy(g.exec);
+        graphs_.clear();
+        blas_.reset();
+        if (h_logits_) cudaFreeHost(h_logits_);
+        h_logits_ = nullptr;
+        h_logits_cap_ = 0;
+        if (ev_start_) cudaEventDestroy(ev_start_);
+        if (ev_stop_) cudaEventDestroy(ev_stop_);
+        if (stream_) cudaStreamDestroy(stream_);
+        ev_start_ = ev_stop_ = nullptr;
+        stream_ = nullptr;
+    }
+
+    std::size_t weight_bytes_on_device() const {
+        const Weights& w = model_->w;
+        auto lin = [](const Linear& L) { return L.weight_bytes() + L.bias.size() * sizeof(float); };
+        std::size_t n = (w.tok_emb.size() + w.pos_emb.size() + w.norm_f_w.size() + w.norm_f_b.size() +
+                         model_->rope_cos.size() + model_->rope_sin.size()) * sizeof(float);
+        for (const LayerWeights& L : w.layers)
+            n += lin(L.qkv) + lin(L.attn_out) + lin(L.mlp_in) + lin(L.mlp_out) +
+                 (L.norm1_w.size() + L.norm1_b.size() + L.norm2_w.size() + L.norm2_b.size()) * sizeof(float);
+        if (!head_shares_embedding()) n += lin(w.head);
+        return n;
+    }
+
+    void check_memory(int batch, int S) const {
+        const Config& c = model_->config;
+        std::size_t free_b = 0, total_b = 0;
+        PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
+        const double weights = double(weight_bytes_on_device());
+        const double cache = 2.0 * c.n_layers * batch * c.n_kv_heads * double(S) * c.head_dim * sizeof(float);
+        if (weights + cache > double(free_b))
+            fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
+                 "for batch {} x {} positions) but {} has {:.2f} GiB free: try --precision bf16, a "
+                 "smaller --batch or a shorter context",
+                 (weights + cache) / kGiB, weights / kGiB, cache / kGiB, batch, S, prop_.name,
+                 double(free_b) / kGiB);
+    }
+
+    // f32 weights with a tied head: the head is the embedding, keep one copy.
+    bool head_shares_embedding() const {
+        const Weights& w = model_->w;
+        return w.head.precision == Precision::f32 && w.head.bias.empty() && w.head.w == w.tok_emb;
+    }
+
+    gpu::DeviceLinear upload(const Linear& L) {
+        gpu::DeviceLinear d;
+        d.in = L.in;
+        d.out = L.out;
+        d.bf16 = L.precision == Precision::bf16;
+        const std::size_t n = std::size_t(L.in) * L.out;
+        if (d.bf16) {
+            PD_GPU_REQUIRE(L.w16.size() == n);
+            d.w = arena_.upload(L.w16);
+        } else {
+            PD_GPU_REQUIRE(L.w.size() == n);
+            d.w = arena_.upload(L.w);
+        }
+        if (!L.bias.empty()) {
+            PD_GPU_REQUIRE(L.bias.size() == std::size_t(L.out));
+            d.bias = arena_.upload(L.bias);
+        }
+        return d;
+    }
+
+    const float* upload_opt(const std::vector<float>& v) { return v.empty() ? nullptr : arena_.upload(v); }
+
+    void upload_model() {
+        const Config& c = model_->config;
+        const Weights& w = model_->w;
+        gpu::DeviceShape& s = dm_.shape;
+        s.llama = c.family == Family::llama;
+        s.dim = c.dim, s.hidden_dim = c.hidden_dim, s.n_layers = c.n_layers;
+        s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
+        s.vocab_size = c.vocab_size, s.max_seq_len = c.max_seq_len, s.norm_eps = c.norm_eps;
+        dm_.bf16 = model_->precision == Precision::bf16;
+        dm_.tok_emb = arena_.upload(w.tok_emb);
+        dm_.pos_emb = upload_opt(w.pos_emb);
+        if (!s.llama) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);
+        dm_.layers.reserve(w.layers.size());
+        for (const LayerWeights& L : w.layers) {
+            gpu::DeviceLayer d;
+            d.norm1_w = upload_opt(L.norm1_w);
+            d.norm1_b = upload_opt(L.norm1_b);
+            d.norm2_w = upload_opt(L.norm2_w);
+            d.norm2_b = upload_opt(L.norm2_b);
+            d.qkv = upload(L.qkv);
+            d.attn_out = upload(L.attn_out);
+            d.mlp_in = upload(L.mlp_in);
+            d.mlp_out = upload(L.mlp_out);
+            // Every product of a model has the same precision: forward() relies on it.
+            for (const gpu::DeviceLinear* x : {&d.qkv, &d.attn_out, &d.mlp_in, &d.mlp_out})
+                PD_GPU_REQUIRE(x->bf16 == dm_.bf16);
+            dm_.layers.push_back(d);
+        }
+        dm_.norm_f_w = upload_opt(w.norm_f_w);
+        dm_.norm_f_b = upload_opt(w.norm_f_b);
+        if (head_shares_embedding()) {
+            dm_.head.in = w.head.in, dm_.head.out = w.head.out, dm_.head.bf16 = false;
+            dm_.head.w = dm_.tok_emb;
+        } else {
+            dm_.head = upload(w.head);
+        }
+        PD_GPU_REQUIRE(dm_.head.bf16 == dm_.bf16);
+        dm_.rope_cos = upload_opt(model_->rope_cos);
+        dm_.rope_sin = upload_opt(model_->rope_sin);
+        if (s.llama) PD_GPU_REQUIRE(dm_.rope_cos != nullptr && dm_.rope_sin != nullptr);
+    }
+
+    // Copies this pass's token / slot / pos rows to the device (before the
+    // forward pass, never inside a captured graph).
+    void stage_rows(int rows) {
+        const std::size_t bytes = sizeof(int) * std::size_t(rows);
+        PD_CUDA(cudaMemcpyAsync(st_.token.data(), rows_token_.data(), bytes, cudaMemcpyHostToDevice, stream_));
+        PD_CUDA(cudaMemcpyAsync(st_.slot.data(), rows_slot_.data(), bytes, cudaMemcpyHostToDevice, stream_));
+        PD_CUDA(cudaMemcpyAsync(st_.pos.data(), rows_pos_.data(), bytes, cudaMemcpyHostToDevice, stream_));
+    }
+
+    // Brings n rows of logits to (pinned) host memory and waits for them.
+    const float* fetch_logits(int n) {
+        const std::size_t count = std::size_t(n) * model_->config.vocab_size;
+        if (count > h_logits_cap_) {
+            PD_CUDA(cudaStreamSynchronize(stream_));
+            if (h_logits_) cudaFreeHost(h_logits_);
+            h_logits_ = nullptr;
+            h_logits_cap_ = 0;
+            PD_CUDA(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), count * sizeof(float)));
+            h_logits_cap_ = count;
+        }
+        PD_CUDA(cudaMemcpyAsync(h_logits_, st_.logits.data(), count * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+        PD_CUDA(cudaStreamSynchronize(stream_));
+        return h_logits_;
+    }
+
+    // One decode step as a CUDA graph: captured the first time a batch size
+    // is seen (or after the run state moved), replayed after that. One launch
+    // instead of ~10 per layer: at batch 1 the host would otherwise spend
+    // longer launching kernels than the GPU spends running them.
+    void run_graph(const gpu::ForwardArgs& a) {
+        auto it = graphs_.find(a.rows);
+        if (it != graphs_.end() && it->second.generation != st_.generation) {
+            cudaGraphExecDestroy(it->second.exec);
+            graphs_.erase(it);
+            it = graphs_.end();
+        }
+        if (it == graphs_.end()) {
+            Graph g;
+            g.generation = st_.generation;
+            try {
+                g.exec = capture(a);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "pdlab: CUDA graph capture failed (%s); launching kernels one by one\n",
+                             e.what());
+                use_graphs_ = false;
+                gpu::forward(dm_, cache_, st_, *blas_, a);
+                return;
+            }
+            it = graphs_.emplace(a.rows, g).first;
+        }
+        PD_CUDA(cudaGraphLaunch(it->second.exec, stream_));
+    }
+
+    cudaGraphExec_t capture(const gpu::ForwardArgs& a) {
+        PD_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        cudaGraph_t graph = nullptr;
+        try {
+            gpu::forward(dm_, cache_, st_, *blas_, a);
+        } catch (...) {
+            cudaStreamEndCapture(stream_, &graph);
+            if (graph) cudaGraphDestroy(graph);
+            cudaGetLastError();
+            throw;
+        }
+        PD_CUDA(cudaStreamEndCapture(stream_, &graph));
+        cudaGraphExec_t exec = nullptr;
+        cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        PD_CUDA(e);
+        return exec;
+    }
+
+    std::shared_ptr<const Model> model_;
+    cudaDeviceProp prop_{};
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+    std::unique_ptr<gpu::Blas> blas_;
+    gpu::DeviceArena arena_;
+    gpu::DeviceModel dm_;
+    gpu::DeviceKVCache cache_;
+    gpu::DeviceRunState st_;
+    std::vector<int> rows_token_, rows_slot_, rows_pos_;  // host copies of this pass's rows
+    float* h_logits_ = nullptr;                            // pinned host memory for the logits
+    std::size_t h_logits_cap_ = 0;
+    std::map<int, Graph> graphs_;                          // decode step graph per batch size
+    bool use_graphs_ = true;
+};
+
+}  // namespace
+
+bool cuda_device_present(std::string* why_not) {
+    const Presence& p = presence();
+    if (!p.present && why_not) *why_not = p.why_not;
+    return p.present;
+}
+
+std::string cuda_device_summary() {
+    if (!cuda_device_present()) return {};
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        cudaGetLastError();
+        return "CUDA GPU 0";
+    }
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    return fmt::format("{} ({} SMs, {:.1f} GiB, compute capability {}.{}, CUDA runtime {}.{}, driver {}.{})",
+                       prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / kGiB,
+                       prop.major, prop.minor, runtime / 1000, runtime % 1000 / 10, driver / 1000,
+                       driver % 1000 / 10);
+}
+
+std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
+    std::string why;
+    if (!cuda_device_present(&why)) fail("--device cuda is not available: {}", why);
+    if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
+    return std::make_unique<CudaEngine>(std::move(model), opts);
+}
+
+}  // namespace pd

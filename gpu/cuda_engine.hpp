@@ -1,0 +1,26 @@
+// The CUDA backend behind the device seam (src/engine.hpp). src/engine.cpp
+// includes this header when the kit is built with PDLAB_HAVE_CUDA and calls
+// the two functions below; nothing else in src/ knows the GPU exists.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine.hpp"
+
+namespace pd {
+
+// Whether a CUDA GPU is present now and can run this build's kernels. When
+// not, *why_not says why in one sentence (no driver, no device, wrong
+// architecture). Cheap after the first call.
+bool cuda_device_present(std::string* why_not = nullptr);
+
+// Uploads the model's weights to GPU 0 (f32 or bf16, as the host model has
+// them) and allocates the device KV cache for opts.batch sequences of
+// opts.max_seq positions (0: the model's context length).
+std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts);
+
+// "NVIDIA H200 (132 SMs, 139.8 GiB, compute capability 9.0)"; empty without a GPU.
+std::string cuda_device_summary();
+
+}  // namespace pd

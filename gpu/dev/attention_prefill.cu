@@ -1,0 +1,280 @@
+// Causal prefill attention, step by step (llm.c dev/cuda style): T queries of
+// one sequence against their own T keys, query t seeing keys 0..t.
+// Compute-bound: about 2 T^2 H D FLOPs, every key read by many queries.
+//
+//   version 1  naive: one thread per (query, head), scores in global memory.
+//   version 2  one block per (query, head), scores in shared memory,
+//              block-wide max and sum.
+//   version 3  tiled "flash" style on CUDA cores: a block takes 8 queries of
+//              one head (a warp each); tiles of 64 keys and values are staged
+//              once in shared memory for all 8; online softmax (running max
+//              and sum, output rescaled as the max grows): no T x T scores.
+//   version 4  the engine's path (gpu/attention.cu): cuBLAS batched GEMMs
+//              S = Q K^T, a causal softmax kernel, O = P V, in query chunks.
+//
+// Each version is checked against a CPU reference (on a sample of query rows,
+// all heads, to keep the CPU side short) before it is timed.
+//
+//   attention_prefill [--version 0..4] [--heads 16] [--kv-heads 4] [--head-dim 64]
+//                     [--len 2048] [--repeats 10] [--tf32] [--peak-gbs X] [--peak-tflops Y]
+// Exits 77 without a GPU.
+#include "dev_common.cuh"
+
+#include "attention.cuh"
+#include "common.cuh"
+#include "matmul.cuh"
+
+namespace {
+
+// --- version 1 -------------------------------------------------------------------
+__global__ void prefill_v1(float* out, const float* q, const float* K, const float* V, float* scores,
+                           int T, int H, int Hkv, int D) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;  // (t, h)
+    if (i >= T * H) return;
+    const int t = i / H, h = i % H, g = h / (H / Hkv);
+    const float* qv = q + std::size_t(i) * D;
+    const float* Kg = K + std::size_t(g) * T * D;
+    const float* Vg = V + std::size_t(g) * T * D;
+    float* sc = scores + std::size_t(i) * T;
+    const float scale = 1.0f / sqrtf(float(D));
+    float mx = -INFINITY;
+    for (int s = 0; s <= t; s++) {
+        float dot = 0.0f;
+        for (int d = 0; d < D; d++) dot += qv[d] * Kg[std::size_t(s) * D + d];
+        sc[s] = dot * scale;
+        mx = fmaxf(mx, sc[s]);
+    }
+    float sum = 0.0f;
+    for (int s = 0; s <= t; s++) sum += (sc[s] = expf(sc[s] - mx));
+    for (int d = 0; d < D; d++) {
+        float acc = 0.0f;
+        for (int s = 0; s <= t; s++) acc += sc[s] * Vg[std::size_t(s) * D + d];
+        out[std::size_t(i) * D + d] = acc / sum;
+    }
+}
+
+// --- version 2 -------------------------------------------------------------------
+__global__ void prefill_v2(float* out, const float* q, const float* K, const float* V, int T, int H,
+                           int Hkv, int D) {
+    extern __shared__ float sc[];  // (T)
+    const int t = blockIdx.x, h = blockIdx.y, g = h / (H / Hkv);
+    const float* qv = q + (std::size_t(t) * H + h) * D;
+    const float* Kg = K + std::size_t(g) * T * D;
+    const float* Vg = V + std::size_t(g) * T * D;
+    const float scale = 1.0f / sqrtf(float(D));
+    float mx = -INFINITY;
+    for (int s = threadIdx.x; s <= t; s += blockDim.x) {
+        float dot = 0.0f;
+        for (int d = 0; d < D; d++) dot += qv[d] * Kg[std::size_t(s) * D + d];
+        sc[s] = dot * scale;
+        mx = fmaxf(mx, sc[s]);
+    }
+    mx = pd::gpu::block_max(mx);
+    float sum = 0.0f;
+    for (int s = threadIdx.x; s <= t; s += blockDim.x) sum += (sc[s] = expf(sc[s] - mx));
+    sum = pd::gpu::block_sum(sum);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int s = 0; s <= t; s++) acc += sc[s] * Vg[std::size_t(s) * D + d];
+        out[(std::size_t(t) * H + h) * D + d] = acc / sum;
+    }
+}
+
+// --- version 3 -------------------------------------------------------------------
+constexpr int kQ3 = 8;    // queries (warps) per block
+constexpr int kBc = 64;   // keys per tile
+constexpr int kMaxD3 = 128;
+
+std::size_t smem_v3(int D) { return sizeof(float) * (kBc * (D + 1) + kBc * D + kQ3 * D + kQ3 * kBc); }
+
+__global__ void prefill_v3(float* out, const float* q, const float* K, const float* V, int T, int H,
+                           int Hkv, int D) {
+    extern __shared__ float smem[];
+    float* Ks = smem;                       // (kBc, D + 1): padded, lanes read different rows
+    float* Vs = Ks + kBc * (D + 1);         // (kBc, D)
+    float* qs = Vs + kBc * D;               // (kQ3, D)
+    float* ps = qs + kQ3 * D;               // (kQ3, kBc) probabilities of the current tile
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int h = blockIdx.y, g = h / (H / Hkv);
+    const int t0 = blockIdx.x * kQ3, t = t0 + warp;
+    const int t_last = min(t0 + kQ3, T) - 1;
+    const float* Kg = K + std::size_t(g) * T * D;
+    const float* Vg = V + std::size_t(g) * T * D;
+    const float scale = 1.0f / sqrtf(float(D));
+    const int nd = D / 32;  // values of the output row per lane
+
+    if (t < T)
+        for (int d = lane; d < D; d += 32) qs[warp * D + d] = q[(std::size_t(t) * H + h) * D + d];
+    float m = -INFINITY, l = 0.0f, acc[kMaxD3 / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
+
+    for (int k0 = 0; k0 <= t_last; k0 += kBc) {
+        __syncthreads();  // the previous tile is no longer read
+        for (int i = threadIdx.x; i < kBc * D; i += blockDim.x) {
+            const int j = i / D, d = i % D, key = k0 + j;
+            Ks[j * (D + 1) + d] = key < T ? Kg[std::size_t(key) * D + d] : 0.0f;
+            Vs[j * D + d] = key < T ? Vg[std::size_t(key) * D + d] : 0.0f;
+        }
+        __syncthreads();
+        if (t >= T || k0 > t) continue;  // warp-uniform; no barrier until the next tile
+        float s[2];
+        for (int u = 0; u < 2; u++) {
+            const int j = lane + 32 * u, key = k0 + j;
+            float dot = 0.0f;
+            for (int d = 0; d < D; d++) dot += qs[warp * D + d] * Ks[j * (D + 1) + d];
+            s[u] = key <= t ? dot * scale : -INFINITY;
+        }
+        const float m_new = fmaxf(m, pd::gpu::warp_max(fmaxf(s[0], s[1])));
+        const float p0 = expf(s[0] - m_new), p1 = expf(s[1] - m_new);
+        const float alpha = expf(m - m_new);  // 0 on the first tile (m = -inf)
+        l = l * alpha + pd::gpu::warp_sum(p0 + p1);
+        ps[warp * kBc + lane] = p0;
+        ps[warp * kBc + lane + 32] = p1;
+        __syncwarp();
+        for (int i = 0; i < nd; i++) {
+            float a = acc[i] * alpha;
+            for (int j = 0; j < kBc; j++) a += ps[warp * kBc + j] * Vs[j * D + lane + 32 * i];
+            acc[i] = a;
+        }
+        __syncwarp();
+        m = m_new;
+    }
+    if (t < T)
+        for (int i = 0; i < nd; i++) out[(std::size_t(t) * H + h) * D + lane + 32 * i] = acc[i] / l;
+}
+
+void cpu_reference_rows(std::vector<float>& out, const std::vector<int>& rows, const std::vector<float>& q,
+                        const std::vector<float>& K, const std::vector<float>& V, int T, int H, int Hkv,
+                        int D) {
+    std::vector<double> p(T);
+    for (int t : rows)
+        for (int h = 0; h < H; h++) {
+            const int g = h / (H / Hkv);
+            const float* qv = &q[(std::size_t(t) * H + h) * D];
+            double mx = -1e300, sum = 0;
+            for (int s = 0; s <= t; s++) {
+                double dot = 0;
+                for (int d = 0; d < D; d++) dot += double(qv[d]) * K[(std::size_t(g) * T + s) * D + d];
+                p[s] = dot / std::sqrt(double(D));
+                mx = std::max(mx, p[s]);
+            }
+            for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
+            for (int d = 0; d < D; d++) {
+                double acc = 0;
+                for (int s = 0; s <= t; s++) acc += p[s] / sum * V[(std::size_t(g) * T + s) * D + d];
+                out[(std::size_t(t) * H + h) * D + d] = float(acc);
+            }
+        }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    dev::Args args{argc, argv,
+                   "attention_prefill: causal prefill attention kernels, validated then timed.\n"
+                   "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 tiled flash,\n"
+                   "                 4 cuBLAS + softmax (engine)\n"
+                   "  --heads H --kv-heads HKV --head-dim D --len T   shapes (16, 4, 64, 2048)\n"
+                   "  --repeats R    timed runs, median reported (10)\n"
+                   "  --tf32         let version 4 use TF32 tensor cores (as bf16 models do)\n"
+                   "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n"};
+    args.maybe_help();
+    dev::require_gpu("attention_prefill");
+    const int version = int(args.get("--version", 0));
+    const int H = int(args.get("--heads", 16)), Hkv = int(args.get("--kv-heads", 4));
+    const int D = int(args.get("--head-dim", 64)), T = int(args.get("--len", 2048));
+    const int repeats = int(args.get("--repeats", 10));
+    const bool tf32 = args.has("--tf32");
+    if (H < 1 || Hkv < 1 || H % Hkv || D < 2 || T < 1) {
+        std::fprintf(stderr, "attention_prefill: need positive shapes with heads a multiple of kv-heads\n");
+        return 2;
+    }
+    const dev::Card card = dev::card(args);
+    std::printf("prefill attention: %d tokens, %d heads over %d KV heads, head_dim %d\n", T, H, Hkv, D);
+
+    // q (T, H, D); K and V in the cache layout of one sequence, (Hkv, T, D).
+    auto hq = dev::randn(std::size_t(T) * H * D, 1);
+    auto hK = dev::randn(std::size_t(Hkv) * T * D, 2);
+    auto hV = dev::randn(std::size_t(Hkv) * T * D, 3);
+    // Checked rows: the first 48, every 97th, and the last 3.
+    std::vector<int> rows;
+    for (int t = 0; t < T; t++)
+        if (t < 48 || t % 97 == 0 || t >= T - 3) rows.push_back(t);
+    std::vector<float> ref(std::size_t(T) * H * D, 0.0f);
+    cpu_reference_rows(ref, rows, hq, hK, hV, T, H, Hkv, D);
+    std::vector<std::size_t> checked;
+    for (int t : rows)
+        for (int i = 0; i < H * D; i++) checked.push_back(std::size_t(t) * H * D + i);
+
+    float* q = dev::to_device(hq);
+    float* K = dev::to_device(hK);
+    float* V = dev::to_device(hV);
+    float* out = nullptr;
+    DEV_CHECK(cudaMalloc(&out, ref.size() * sizeof(float)));
+
+    const double flops = 4.0 * H * double(D) * (double(T) * (T + 1) / 2);
+    const double bytes = 4.0 * (2.0 * T * H * D + 2.0 * Hkv * double(T) * D);
+    bool ok = true;
+    auto run_version = [&](int v, const char* name, float tol, const std::function<void()>& launch) {
+        if (version != 0 && version != v) return;
+        DEV_CHECK(cudaMemset(out, 0, ref.size() * sizeof(float)));
+        launch();
+        DEV_CHECK(cudaGetLastError());
+        DEV_CHECK(cudaDeviceSynchronize());
+        if (!dev::validate(name, dev::to_host(out, ref.size()), ref, checked, tol, tol)) {
+            ok = false;
+            return;
+        }
+        dev::report(name, dev::time_ms(launch, 2, repeats), bytes, flops, card);
+    };
+
+    float* scores = nullptr;
+    const std::size_t scores_bytes = std::size_t(T) * H * T * sizeof(float);
+    if (cudaMalloc(&scores, scores_bytes) == cudaSuccess) {
+        run_version(1, "1 naive: thread per (query, head)", 1e-4f, [&] {
+            const int threads = 64, blocks = (T * H + threads - 1) / threads;
+            prefill_v1<<<blocks, threads>>>(out, q, K, V, scores, T, H, Hkv, D);
+        });
+        cudaFree(scores);
+    } else {
+        cudaGetLastError();
+        std::printf("  1 skipped: no room for %zu MB of scores\n", scores_bytes >> 20);
+    }
+
+    int max_smem = 0;
+    DEV_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    const std::size_t smem2 = std::size_t(T) * sizeof(float);
+    if (smem2 <= std::size_t(max_smem)) {
+        DEV_CHECK(cudaFuncSetAttribute(prefill_v2, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem2)));
+        run_version(2, "2 block per (query, head), shared softmax", 1e-4f, [&] {
+            prefill_v2<<<dim3(T, H), 128, smem2>>>(out, q, K, V, T, H, Hkv, D);
+        });
+    } else if (version == 0 || version == 2) {
+        std::printf("  2 skipped: %d scores do not fit in shared memory\n", T);
+    }
+
+    const std::size_t smem3 = smem_v3(D);
+    if (D % 32 == 0 && D <= kMaxD3 && smem3 <= std::size_t(max_smem)) {
+        DEV_CHECK(cudaFuncSetAttribute(prefill_v3, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem3)));
+        run_version(3, "3 tiled flash, 8 queries x 64 keys per tile", 1e-4f, [&] {
+            prefill_v3<<<dim3((T + kQ3 - 1) / kQ3, H), kQ3 * 32, smem3>>>(out, q, K, V, T, H, Hkv, D);
+        });
+    } else if (version == 0 || version == 3) {
+        std::printf("  3 skipped: needs head_dim a multiple of 32, at most %d\n", kMaxD3);
+    }
+
+    {
+        pd::gpu::Blas blas(nullptr);  // the default stream, which the timing events use
+        pd::gpu::KVLayer layer{K, V, 1, Hkv, T, D};
+        const std::size_t n = pd::gpu::attention_prefill_scratch(T, 0, H);
+        float* scratch = nullptr;
+        DEV_CHECK(cudaMalloc(&scratch, n * sizeof(float)));
+        run_version(4, tf32 ? "4 cuBLAS + causal softmax, TF32 (engine)" : "4 cuBLAS + causal softmax (engine)",
+                    tf32 ? 5e-3f : 1e-4f, [&] {
+                        pd::gpu::attention_prefill(blas, out, q, H * D, layer, 0, 0, T, H, scratch, tf32);
+                    });
+        cudaFree(scratch);
+    }
+
+    std::printf("%s\n", ok ? "all versions match the CPU reference" : "MISMATCH: see above");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,193 @@
+// Shared by the development harnesses in gpu/dev (llm.c dev/cuda style):
+// argument parsing, the no-GPU exit, random data, validation against a CPU
+// reference, event timing, and the card's peak numbers.
+//
+// Every harness validates each kernel version against its CPU reference
+// BEFORE timing it, and exits 1 on a mismatch: a fast wrong kernel is not a
+// result.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#define DEV_CHECK(call)                                                                   \
+    do {                                                                                  \
+        cudaError_t e_ = (call);                                                          \
+        if (e_ != cudaSuccess) {                                                          \
+            std::fprintf(stderr, "CUDA error %s (%s) in %s at %s:%d\n", cudaGetErrorName(e_), \
+                         cudaGetErrorString(e_), #call, __FILE__, __LINE__);              \
+            std::exit(1);                                                                 \
+        }                                                                                 \
+    } while (0)
+
+namespace dev {
+
+// Exit code meson and the kit use for "skipped".
+constexpr int kSkip = 77;
+
+// Exits 77 with a message when there is no usable GPU.
+inline void require_gpu(const char* program) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        std::printf("%s: skipped: no CUDA GPU here (%s)\n", program,
+                    e != cudaSuccess ? cudaGetErrorString(e) : "no device visible");
+        std::exit(kSkip);
+    }
+    DEV_CHECK(cudaSetDevice(0));
+}
+
+// --name value flags; `help` lists them.
+struct Args {
+    int argc;
+    char** argv;
+    std::string help;
+    bool has(const char* name) const {
+        for (int i = 1; i < argc; i++)
+            if (std::strcmp(argv[i], name) == 0) return true;
+        return false;
+    }
+    const char* value(const char* name) const {
+        for (int i = 1; i + 1 < argc; i++)
+            if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+        return nullptr;
+    }
+    long get(const char* name, long def) const {
+        const char* v = value(name);
+        return v ? std::strtol(v, nullptr, 10) : def;
+    }
+    double getf(const char* name, double def) const {
+        const char* v = value(name);
+        return v ? std::strtod(v, nullptr) : def;
+    }
+    void maybe_help() const {
+        if (has("--help") || has("-h")) {
+            std::printf("%s", help.c_str());
+            std::exit(0);
+        }
+    }
+};
+
+inline std::vector<float> randn(std::size_t n, unsigned seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& h) {
+    T* p = nullptr;
+    DEV_CHECK(cudaMalloc(&p, h.size() * sizeof(T)));
+    DEV_CHECK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return p;
+}
+
+template <typename T>
+std::vector<T> to_host(const T* d, std::size_t n) {
+    std::vector<T> h(n);
+    DEV_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+// |got - ref| <= atol + rtol |ref| at every checked index; prints the worst.
+inline bool validate(const char* what, const std::vector<float>& got, const std::vector<float>& ref,
+                     const std::vector<std::size_t>& indices, float atol = 1e-4f, float rtol = 1e-3f) {
+    std::size_t bad = 0, worst = indices.empty() ? 0 : indices[0];
+    double worst_excess = -1e300;
+    for (std::size_t i : indices) {
+        double err = std::fabs(double(got[i]) - ref[i]), tol = atol + rtol * std::fabs(ref[i]);
+        if (!(err <= tol)) bad++;
+        if (!(err - tol <= worst_excess)) worst_excess = err - tol, worst = i;
+    }
+    if (bad) {
+        std::printf("  %s: INCORRECT: %zu of %zu checked values outside atol %g + rtol %g; worst at %zu: "
+                    "got %g, expected %g\n",
+                    what, bad, indices.size(), atol, rtol, worst, got[worst], ref[worst]);
+        return false;
+    }
+    return true;
+}
+
+inline std::vector<std::size_t> all_indices(std::size_t n) {
+    std::vector<std::size_t> v(n);
+    for (std::size_t i = 0; i < n; i++) v[i] = i;
+    return v;
+}
+
+// Median of `repeats` timed runs after `warmup` untimed ones, in ms. Each run
+// is bracketed by events on the default stream; the synchronise before
+// reading the second event is what makes the number the GPU's time rather
+// than the launch's.
+inline double time_ms(const std::function<void()>& run, int warmup = 3, int repeats = 20) {
+    cudaEvent_t a, b;
+    DEV_CHECK(cudaEventCreate(&a));
+    DEV_CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < warmup; i++) run();
+    DEV_CHECK(cudaDeviceSynchronize());
+    std::vector<double> t;
+    for (int i = 0; i < repeats; i++) {
+        DEV_CHECK(cudaEventRecord(a));
+        run();
+        DEV_CHECK(cudaEventRecord(b));
+        DEV_CHECK(cudaEventSynchronize(b));
+        float ms = 0;
+        DEV_CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+    }
+    DEV_CHECK(cudaGetLastError());
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+// The card and its peak numbers. Memory: clock x bus width x 2 (DDR).
+// FP32: SMs x 128 lanes x 2 (FMA) x clock -- 128 FP32 lanes per SM holds for
+// Hopper, Ada and GA10x; A100 has 64. Override either with --peak-gbs /
+// --peak-tflops when the card's datasheet says otherwise.
+struct Card {
+    std::string name;
+    int sms = 0, cc_major = 0, cc_minor = 0;
+    double peak_gbs = 0, peak_fp32_tflops = 0;
+};
+
+inline Card card(const Args& args) {
+    Card c;
+    cudaDeviceProp p{};
+    DEV_CHECK(cudaGetDeviceProperties(&p, 0));
+    int mem_khz = 0, bus_bits = 0, sm_khz = 0;
+    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
+    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0);
+    cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, 0);
+    cudaGetLastError();
+    c.name = p.name;
+    c.sms = p.multiProcessorCount;
+    c.cc_major = p.major, c.cc_minor = p.minor;
+    c.peak_gbs = args.getf("--peak-gbs", 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9);
+    c.peak_fp32_tflops = args.getf("--peak-tflops", double(c.sms) * 128 * 2 * sm_khz * 1e3 / 1e12);
+    std::printf("card: %s, %d SMs, compute capability %d.%d; peak %.0f GB/s, %.1f FP32 TFLOP/s "
+                "(from the device's clocks; --peak-gbs / --peak-tflops to override)\n",
+                c.name.c_str(), c.sms, c.cc_major, c.cc_minor, c.peak_gbs, c.peak_fp32_tflops);
+    return c;
+}
+
+// One result line: time, bandwidth and FLOP rate against the card's peaks.
+inline void report(const char* version, double ms, double bytes, double flops, const Card& c) {
+    const double gbs = bytes / (ms * 1e-3) / 1e9, tf = flops / (ms * 1e-3) / 1e12;
+    std::printf("  %-44s %9.4f ms  %8.1f GB/s (%5.1f%% of peak)  %7.2f TFLOP/s (%5.1f%% of FP32 peak)\n",
+                version, ms, gbs, c.peak_gbs > 0 ? 100 * gbs / c.peak_gbs : 0.0, tf,
+                c.peak_fp32_tflops > 0 ? 100 * tf / c.peak_fp32_tflops : 0.0);
+}
+
+}  // namespace dev

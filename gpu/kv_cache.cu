@@ -1,0 +1,45 @@
+// The device KV cache; the CPU twin is src/kv_cache.cpp.
+#include "kv_cache.cuh"
+
+#include "common.cuh"
+
+namespace pd::gpu {
+
+namespace {
+
+__global__ void kv_write_kernel(KVLayer c, const float* k_new, const float* v_new, int stride,
+                                const int* slots, const int* pos, long n) {
+    const int D = c.head_dim, HD = c.n_kv_heads * c.head_dim;
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
+        const long r = i / HD;
+        const int j = int(i % HD), h = j / D, d = j % D;
+        const std::size_t dst = c.row(slots[r], h, pos[r]) + d;
+        c.k[dst] = k_new[r * stride + j];
+        c.v[dst] = v_new[r * stride + j];
+    }
+}
+
+}  // namespace
+
+DeviceKVCache make_device_kv_cache(int n_layers, int batch, int n_kv_heads, int max_seq, int head_dim) {
+    DeviceKVCache c;
+    c.n_layers = n_layers, c.batch = batch, c.n_kv_heads = n_kv_heads;
+    c.max_seq = max_seq, c.head_dim = head_dim;
+    const std::size_t n = std::size_t(n_layers) * c.layer_elems();
+    c.k.resize(n);
+    c.v.resize(n);
+    c.k.zero();
+    c.v.zero();
+    c.seq_len.assign(batch, 0);
+    return c;
+}
+
+void kv_write(KVLayer c, const float* k_new, const float* v_new, int stride, const int* slots,
+              const int* pos, int rows, cudaStream_t s) {
+    const long n = long(rows) * c.n_kv_heads * c.head_dim;
+    if (n <= 0) return;
+    kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, k_new, v_new, stride, slots, pos, n);
+    PD_CUDA_LAUNCHED();
+}
+
+}  // namespace pd::gpu

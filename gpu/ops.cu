@@ -1,0 +1,209 @@
+// Element-wise and row-wise kernels; the CPU twins are in src/ops.cpp.
+//
+// Row-wise operations (the norms) run one block per row: the threads stride
+// over the row's D features and combine their partial sums with block_sum().
+// Element-wise operations run a grid-stride loop over all elements.
+#include "ops.cuh"
+
+#include "common.cuh"
+#include "cuda_check.cuh"
+
+namespace pd::gpu {
+
+namespace {
+
+constexpr int kRowThreads = 256;   // threads per row for the norms
+constexpr int kEltThreads = 256;   // threads per block for element-wise kernels
+
+template <typename Out>
+__global__ void rmsnorm_kernel(Out* out, const float* x, const float* w, int D, float eps) {
+    const float* xr = x + std::size_t(blockIdx.x) * D;
+    Out* o = out + std::size_t(blockIdx.x) * D;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) ss += xr[i] * xr[i];
+    ss = block_sum(ss);
+    const float scale = 1.0f / sqrtf(ss / D + eps);
+    for (int i = threadIdx.x; i < D; i += blockDim.x) store(o + i, w[i] * (xr[i] * scale));
+}
+
+template <typename Out>
+__global__ void layernorm_kernel(Out* out, const float* x, const float* w, const float* b, int D,
+                                 float eps) {
+    const float* xr = x + std::size_t(blockIdx.x) * D;
+    Out* o = out + std::size_t(blockIdx.x) * D;
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) sum += xr[i];
+    const float mean = block_sum(sum) / D;
+    float var = 0.0f;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) var += (xr[i] - mean) * (xr[i] - mean);
+    var = block_sum(var);
+    const float scale = 1.0f / sqrtf(var / D + eps);
+    for (int i = threadIdx.x; i < D; i += blockDim.x) store(o + i, (xr[i] - mean) * scale * w[i] + b[i]);
+}
+
+template <typename Out>
+__global__ void gelu_tanh_kernel(Out* out, const float* x, long n) {
+    const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
+        float v = x[i];
+        store(out + i, 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v))));
+    }
+}
+
+template <typename Out>
+__global__ void swiglu_kernel(Out* out, const float* gate_up, int F, long n) {
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
+        const long m = i / F, f = i % F;
+        const float g = gate_up[m * 2 * F + f];
+        const float u = gate_up[m * 2 * F + F + f];
+        store(out + i, g / (1.0f + expf(-g)) * u);
+    }
+}
+
+__global__ void rope_kernel(float* x, int stride, int n_heads, int D, const int* pos,
+                            const float* cos_table, const float* sin_table, long n) {
+    const int half = D / 2;
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
+        const long m = i / (long(n_heads) * half);
+        const int rem = int(i % (long(n_heads) * half));
+        const int h = rem / half, j = rem % half;
+        float* v = x + m * stride + long(h) * D;
+        const long t = long(pos[m]) * half + j;
+        const float c = cos_table[t], s = sin_table[t];
+        const float a = v[j], b = v[j + half];
+        v[j] = a * c - b * s;
+        v[j + half] = b * c + a * s;
+    }
+}
+
+__global__ void add_inplace_kernel(float* y, const float* x, long n) {
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x)
+        y[i] += x[i];
+}
+
+__global__ void add_bias_kernel(float* y, const float* b, int N, long n) {
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x)
+        y[i] += b[i % N];
+}
+
+__global__ void embed_kernel(float* x, const int* token, const int* pos, const float* tok_emb,
+                             const float* pos_emb, int D, long n) {
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
+        const long r = i / D, d = i % D;
+        float v = tok_emb[long(token[r]) * D + d];
+        if (pos_emb) v += pos_emb[long(pos[r]) * D + d];
+        x[i] = v;
+    }
+}
+
+__global__ void to_bf16_kernel(__nv_bfloat16* out, const float* x, long n) {
+    for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x)
+        out[i] = __float2bfloat16_rn(x[i]);
+}
+
+template <typename Out>
+void rmsnorm_launch(Out* out, const float* x, const float* w, int M, int D, float eps, cudaStream_t s) {
+    if (M <= 0) return;
+    rmsnorm_kernel<<<M, kRowThreads, 0, s>>>(out, x, w, D, eps);
+    PD_CUDA_LAUNCHED();
+}
+
+template <typename Out>
+void layernorm_launch(Out* out, const float* x, const float* w, const float* b, int M, int D,
+                      float eps, cudaStream_t s) {
+    if (M <= 0) return;
+    layernorm_kernel<<<M, kRowThreads, 0, s>>>(out, x, w, b, D, eps);
+    PD_CUDA_LAUNCHED();
+}
+
+template <typename Out>
+void gelu_launch(Out* out, const float* x, long n, cudaStream_t s) {
+    if (n <= 0) return;
+    gelu_tanh_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(out, x, n);
+    PD_CUDA_LAUNCHED();
+}
+
+template <typename Out>
+void swiglu_launch(Out* out, const float* gate_up, int M, int F, cudaStream_t s) {
+    const long n = long(M) * F;
+    if (n <= 0) return;
+    swiglu_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(out, gate_up, F, n);
+    PD_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+void rmsnorm(float* out, const float* x, const float* w, int M, int D, float eps, cudaStream_t s) {
+    rmsnorm_launch(out, x, w, M, D, eps, s);
+}
+void rmsnorm(std::uint16_t* out, const float* x, const float* w, int M, int D, float eps, cudaStream_t s) {
+    rmsnorm_launch(as_bf16(out), x, w, M, D, eps, s);
+}
+
+void layernorm(float* out, const float* x, const float* w, const float* b, int M, int D, float eps,
+               cudaStream_t s) {
+    layernorm_launch(out, x, w, b, M, D, eps, s);
+}
+void layernorm(std::uint16_t* out, const float* x, const float* w, const float* b, int M, int D,
+               float eps, cudaStream_t s) {
+    layernorm_launch(as_bf16(out), x, w, b, M, D, eps, s);
+}
+
+void gelu_tanh(float* out, const float* x, long n, cudaStream_t s) { gelu_launch(out, x, n, s); }
+void gelu_tanh(std::uint16_t* out, const float* x, long n, cudaStream_t s) {
+    gelu_launch(as_bf16(out), x, n, s);
+}
+
+void swiglu(float* out, const float* gate_up, int M, int F, cudaStream_t s) {
+    swiglu_launch(out, gate_up, M, F, s);
+}
+void swiglu(std::uint16_t* out, const float* gate_up, int M, int F, cudaStream_t s) {
+    swiglu_launch(as_bf16(out), gate_up, M, F, s);
+}
+
+void rope(float* x, int M, int stride, int n_heads, int D, const int* pos, const float* cos_table,
+          const float* sin_table, cudaStream_t s) {
+    const long n = long(M) * n_heads * (D / 2);
+    if (n <= 0) return;
+    rope_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(x, stride, n_heads, D, pos, cos_table,
+                                                                  sin_table, n);
+    PD_CUDA_LAUNCHED();
+}
+
+void add_inplace(float* y, const float* x, long n, cudaStream_t s) {
+    if (n <= 0) return;
+    add_inplace_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(y, x, n);
+    PD_CUDA_LAUNCHED();
+}
+
+void add_bias(float* y, const float* b, int M, int N, cudaStream_t s) {
+    const long n = long(M) * N;
+    if (n <= 0) return;
+    add_bias_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(y, b, N, n);
+    PD_CUDA_LAUNCHED();
+}
+
+void embed(float* x, const int* token, const int* pos, const float* tok_emb, const float* pos_emb,
+           int rows, int D, cudaStream_t s) {
+    const long n = long(rows) * D;
+    if (n <= 0) return;
+    embed_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(x, token, pos, tok_emb, pos_emb, D, n);
+    PD_CUDA_LAUNCHED();
+}
+
+void to_bf16(std::uint16_t* out, const float* x, long n, cudaStream_t s) {
+    if (n <= 0) return;
+    to_bf16_kernel<<<grid_for(n, kEltThreads), kEltThreads, 0, s>>>(as_bf16(out), x, n);
+    PD_CUDA_LAUNCHED();
+}
+
+bool kernels_runnable(const char** why_not) {
+    cudaFuncAttributes attr{};
+    cudaError_t e = cudaFuncGetAttributes(&attr, add_inplace_kernel);
+    if (e == cudaSuccess) return true;
+    cudaGetLastError();  // not sticky: clear it
+    if (why_not) *why_not = cudaGetErrorString(e);
+    return false;
+}
+
+}  // namespace pd::gpu

@@ -1,0 +1,195 @@
+// pdlab roofline: this machine's two ceilings (matrix peak, DRAM bandwidth),
+// and where a model's prefill and decode land under them.
+#include <omp.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "hardware.hpp"
+#include "model_source.hpp"
+#include "roofline.hpp"
+
+namespace pd::cli {
+
+namespace {
+
+// The model's shape without its weights: the roofline needs no more, and a
+// large model's weights would take seconds and gigabytes to make.
+Config shape_of(const std::string& spec) {
+    namespace fs = std::filesystem;
+    if (spec.rfind("synthetic:", 0) == 0) {
+        unsigned long long seed = 0;
+        return synthetic_config(spec.substr(10), seed);
+    }
+    fs::path folder = (spec == "tiny" || spec == "tiny-draft") ? data_dir() / "models" / spec : fs::path(spec);
+    if (!fs::exists(folder / "config.json"))
+        fail("model \"{}\": no config.json at {}. {}", spec, (folder / "config.json").string(), model_help());
+    Config c = load_hf_config(folder / "config.json");
+    c.name = spec;
+    return c;
+}
+
+std::string si(double v, const char* unit) {
+    if (v >= 1e9) return fmt::format("{:.2f} G{}", v / 1e9, unit);
+    if (v >= 1e6) return fmt::format("{:.1f} M{}", v / 1e6, unit);
+    if (v >= 1e3) return fmt::format("{:.1f} k{}", v / 1e3, unit);
+    return fmt::format("{:.0f} {}", v, unit);
+}
+
+}  // namespace
+
+Command add_roofline(CLI::App& app) {
+    struct Opts {
+        std::string model;
+        std::string json;
+        int threads = 0;
+        int prompt_len = 512;
+        int context = 0;
+        std::vector<int> batches{1, 16};
+        int bandwidth_mib = 1024;
+        int peak_n = 2048;
+        double seconds = 1.0;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* sub = app.add_subcommand("roofline",
+        "Measure this machine's two ceilings and place prefill and decode under them.\n"
+        "\n"
+        "A kernel doing F FLOPs while moving B bytes to or from DRAM takes at least\n"
+        "    max(F / peak, B / bandwidth).\n"
+        "Its arithmetic intensity I = F / B (FLOP per byte) says which term wins: below the\n"
+        "ridge point peak / bandwidth it is memory-bound, above it compute-bound.\n"
+        "  peak       oneDNN's matrix product on large square matrices (weights in oneDNN's\n"
+        "             packed layout), in f32 and in bf16: the best our prefill can reach.\n"
+        "  bandwidth  an AVX-512 streaming read of a buffer far larger than the last-level\n"
+        "             cache (--bandwidth-mib), 8 accumulators per thread, best of the passes.\n"
+        "With --model it counts each phase's FLOPs and bytes:\n"
+        "  prefill of P tokens: 2 x matrix params (without the head) x P, plus the head for\n"
+        "    the last position only, plus causal attention 2 x 2 x L x H x D x P(P+1)/2;\n"
+        "    bytes: every weight once. Intensity about P/2 FLOP per f32 weight byte: far\n"
+        "    above the ridge, so prefill's floor is FLOPs / peak.\n"
+        "  decode, one step for B sequences with C cached positions each: every weight read\n"
+        "    once (2 FLOPs per weight per sequence), plus B x C x K/V bytes. Intensity about\n"
+        "    B/2 FLOP per f32 weight byte: far below the ridge at B = 1, so decode's floor is\n"
+        "    bytes / bandwidth -- until B nears the ridge, where batching stops being free.\n"
+        "Example: pdlab roofline --model synthetic:bench-llama-125m --threads 2 --json roof.json");
+    sub->add_option("--model,-m", o->model, "also place this model's phases on the roofline. " + model_help());
+    sub->add_option("--json", o->json, "also write the results to this JSON file");
+    sub->add_option("--threads,-t", o->threads, "OpenMP threads (default: all cores)")
+        ->check(CLI::Range(1, 1024));
+    sub->add_option("--prompt-len,-P", o->prompt_len, "prompt length P for the prefill floor")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    sub->add_option("--context,-C", o->context,
+                    "cached positions per sequence for the decode floor (default: the prompt length)")
+        ->check(CLI::Range(1, 1 << 20));
+    sub->add_option("--batch,-B", o->batches, "decode batch sizes to place (e.g. -B 1 -B 4 -B 16)")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    sub->add_option("--bandwidth-mib", o->bandwidth_mib, "buffer the bandwidth probe streams, in MiB")
+        ->check(CLI::Range(64, 1 << 16))
+        ->capture_default_str();
+    sub->add_option("--peak-n", o->peak_n, "M = N = K of the peak probe's matrix product")
+        ->check(CLI::Range(256, 8192))
+        ->capture_default_str();
+    sub->add_option("--seconds", o->seconds, "minimum seconds per measurement")
+        ->check(CLI::Range(0.05, 60.0))
+        ->capture_default_str();
+    return {sub, [o]() {
+        if (o->threads > 0) omp_set_num_threads(o->threads);
+        Config c;
+        if (!o->model.empty()) c = shape_of(o->model);  // fail early on a bad name
+        std::printf("roofline of %s\n\n", cpu_summary().c_str());
+        std::fflush(stdout);
+
+        BandwidthResult bw = measure_read_bandwidth(std::size_t(o->bandwidth_mib) << 20, 5, o->seconds);
+        PeakResult f32 = measure_peak_gflops(Precision::f32, o->peak_n, 3, o->seconds);
+        PeakResult b16 = measure_peak_gflops(Precision::bf16, o->peak_n, 3, o->seconds);
+        // The bandwidth again after the compute probes: it drifts on a shared machine.
+        BandwidthResult bw2 = measure_read_bandwidth(std::size_t(o->bandwidth_mib) << 20, 5, o->seconds);
+        const double gbps = std::max(bw.best_gbps, bw2.best_gbps);
+        Ceilings roof32{f32.best_gflops, gbps}, roof16{b16.best_gflops, gbps};
+
+        std::printf("%-28s %14s   %s\n", "ceiling", "measured", "how");
+        std::printf("%-28s %9.1f GB/s   best of %d + %d passes over %d MiB (medians %.1f, %.1f)\n",
+                    "DRAM read bandwidth", gbps, bw.passes, bw2.passes, o->bandwidth_mib,
+                    bw.median_gbps, bw2.median_gbps);
+        std::printf("%-28s %6.1f GFLOP/s   %d^3 products, %s\n", "f32 matrix peak (oneDNN)",
+                    f32.best_gflops, f32.n, f32.impl.c_str());
+        std::printf("%-28s %6.1f GFLOP/s   %d^3 products, %s\n", "bf16 matrix peak (oneDNN)",
+                    b16.best_gflops, b16.n, b16.impl.c_str());
+        std::printf("%-28s %6.2f FLOP/byte below it a kernel is memory-bound\n", "ridge point, f32", roof32.ridge());
+        std::printf("%-28s %6.2f FLOP/byte\n", "ridge point, bf16", roof16.ridge());
+
+        nlohmann::json j;
+        j["cpu"] = cpu_model();
+        j["hardware"] = cpu_summary();
+        j["threads"] = omp_get_max_threads();
+        j["bandwidth_gbps"] = gbps;
+        j["bandwidth_passes"] = {bw.passes, bw2.passes};
+        j["bandwidth_gbps_median"] = {bw.median_gbps, bw2.median_gbps};
+        j["bandwidth_bytes"] = bw.bytes;
+        j["peak_gflops_f32"] = f32.best_gflops;
+        j["peak_gflops_bf16"] = b16.best_gflops;
+        j["peak_impl_f32"] = f32.impl;
+        j["peak_impl_bf16"] = b16.impl;
+        j["peak_n"] = o->peak_n;
+        j["ridge_flop_per_byte_f32"] = roof32.ridge();
+        j["ridge_flop_per_byte_bf16"] = roof16.ridge();
+        j["compiler"] = compiler_version();
+        j["onednn"] = onednn_version();
+
+        if (!o->model.empty()) {
+            const int P = o->prompt_len, C = o->context > 0 ? o->context : o->prompt_len;
+            std::printf("\nmodel %s: %.1f M matrix parameters, KV cache %zu bytes per token (f32)\n",
+                        o->model.c_str(), double(c.n_matmul_params()) / 1e6,
+                        c.kv_elems_per_token() * sizeof(float));
+            std::printf("%-26s %-5s %10s %10s %10s %7s %-8s %s\n", "phase", "prec", "FLOPs", "bytes",
+                        "FLOP/byte", "ridge", "bound", "floor");
+            nlohmann::json phases = nlohmann::json::array();
+            for (Precision p : {Precision::f32, Precision::bf16}) {
+                const Ceilings& roof = p == Precision::f32 ? roof32 : roof16;
+                auto row = [&](const std::string& name, const PhaseCost& pc, const std::string& floor_text,
+                               int batch, int tokens) {
+                    std::printf("%-26s %-5s %10s %10s %10.2f %7.2f %-8s %s\n", name.c_str(), precision_name(p),
+                                si(pc.flops, "").c_str(), si(pc.bytes, "B").c_str(), pc.intensity, roof.ridge(),
+                                pc.bound, floor_text.c_str());
+                    phases.push_back({{"phase", name}, {"precision", precision_name(p)}, {"batch", batch},
+                                      {"tokens", tokens}, {"flops", pc.flops}, {"bytes", pc.bytes},
+                                      {"intensity", pc.intensity}, {"ridge", roof.ridge()},
+                                      {"bound", pc.bound}, {"floor_ms", pc.floor_ms},
+                                      {"compute_ms", pc.compute_ms}, {"memory_ms", pc.memory_ms}});
+                };
+                PhaseCost pre = prefill_cost(c, p, P, 1, roof);
+                row(fmt::format("prefill P={}", P), pre,
+                    fmt::format("{:.1f} ms ({:.0f} tokens/s)", pre.floor_ms, 1000.0 * P / pre.floor_ms), 1, P);
+                for (int B : o->batches) {
+                    PhaseCost dec = decode_cost(c, p, B, C, roof);
+                    row(fmt::format("decode B={}, context {}", B, C), dec,
+                        fmt::format("{:.2f} ms/step ({:.0f} tokens/s)", dec.floor_ms, 1000.0 * B / dec.floor_ms), B, B);
+                }
+                // Where batching stops being free: weight bytes alone, 2 FLOPs per weight per sequence.
+                const double b_star = roof.ridge() * double(bytes_per_weight(p)) / 2.0;
+                std::printf("%-26s %-5s decode turns compute-bound near batch %.0f (ridge x %zu bytes per weight / 2 FLOPs)\n",
+                            "", precision_name(p), b_star, bytes_per_weight(p));
+                j[fmt::format("decode_compute_bound_batch_{}", precision_name(p))] = b_star;
+            }
+            j["model"] = o->model;
+            j["prompt_len"] = P;
+            j["context"] = C;
+            j["matmul_params"] = c.n_matmul_params();
+            j["kv_bytes_per_token"] = c.kv_elems_per_token() * sizeof(float);
+            j["phases"] = phases;
+            std::printf("\nprefill lands far right of the ridge (compute-bound), decode at small batch far\n"
+                        "left of it (memory-bound): a decode step can go no faster than streaming every\n"
+                        "weight once, however many cores are idle.\n");
+        }
+        if (!o->json.empty()) write_json_file(o->json, j);
+        return 0;
+    }};
+}
+
+}  // namespace pd::cli

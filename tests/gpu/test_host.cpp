@@ -1,0 +1,119 @@
+// gpu.host: the CPU-side parts of the GPU track, which run everywhere (with or
+// without the CUDA backend, with or without a GPU): the arithmetic check.sh
+// judges the two targets with, the query chunking of prefill attention,
+// and the device seam's answer when no GPU can be used.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common.hpp"
+#include "config.hpp"
+#include "engine.hpp"
+#include "model_source.hpp"
+#include "targets.hpp"
+
+#ifdef PDLAB_HAVE_CUDA
+#include "attention.cuh"
+#include "cuda_engine.hpp"
+#endif
+
+using namespace pd;
+
+namespace {
+
+Config preset(const std::string& spec) {
+    unsigned long long seed = 0;
+    return synthetic_config(spec, seed);
+}
+
+}  // namespace
+
+TEST_CASE("gpu.host.targets.decode_floor") {
+    const Config c = preset("llama-1b");
+    // 16 layers x (2048 x 3072 + 2048 x 2048 + 2048 x 16384 + 8192 x 2048) + 128256 x 2048 (head).
+    const double params = 16.0 * (2048.0 * 3072 + 2048.0 * 2048 + 2048.0 * 16384 + 8192.0 * 2048) + 128256.0 * 2048;
+    auto v = targets::judge(c, Precision::bf16, 2048, 1, 1, 4000, 500);
+    CHECK(v.weight_bytes == doctest::Approx(2 * params));
+    CHECK(v.weight_bytes == doctest::Approx(2471493632.0));
+    CHECK(targets::judge(c, Precision::f32, 2048, 1, 1, 4000, 500).weight_bytes == doctest::Approx(4 * params));
+    // 2.4715 GB at 4000 GB/s: 0.6179 ms.
+    CHECK(v.decode_floor_ms == doctest::Approx(0.617873).epsilon(1e-5));
+    CHECK(targets::decode_floor_ms(2471493632.0, 4000) == doctest::Approx(0.617873).epsilon(1e-5));
+    CHECK(targets::decode_floor_ms(1e9, 0) == 0);
+}
+
+TEST_CASE("gpu.host.targets.prefill_flops") {
+    const Config c = preset("llama,dim=64,ffn=128,layers=2,heads=4,kv_heads=2,head_dim=16,vocab=100,ctx=64");
+    // Per layer: qkv 64 x (64 + 2 x 32), out 64 x 64, mlp 3 x 64 x 128.
+    const double layer = 64.0 * 128 + 64.0 * 64 + 3 * 64.0 * 128;
+    const double head = 100.0 * 64;
+    // P = 3: causal (query, key) pairs 1 + 2 + 3 = 6 per head and layer, 4 x head_dim FLOPs each.
+    const double expect = 2 * 3 * (2 * layer) + 2 * head + 4.0 * 16 * 4 * 2 * 6;
+    CHECK(targets::prefill_flops(c, Precision::bf16, 3) == doctest::Approx(expect));
+    CHECK(targets::tflops(2e12, 1000) == doctest::Approx(2.0));
+}
+
+TEST_CASE("gpu.host.targets.judge") {
+    const Config c = preset("llama-1b");
+    const double floor = targets::decode_floor_ms(2471493632.0, 4000);
+    const double flops = targets::prefill_flops(c, Precision::bf16, 2048);
+    // Decode at 1.4x the floor and prefill at 0.6 of a 500 TFLOP/s GEMM: both met.
+    auto v = targets::judge(c, Precision::bf16, 2048, flops / 300e12 * 1e3, 1.4 * floor, 4000, 500);
+    CHECK(v.decode_ratio == doctest::Approx(1.4));
+    CHECK(v.prefill_ratio == doctest::Approx(0.6));
+    CHECK(v.decode_ok);
+    CHECK(v.prefill_ok);
+    // 1.6x and 0.4: both missed.
+    v = targets::judge(c, Precision::bf16, 2048, flops / 200e12 * 1e3, 1.6 * floor, 4000, 500);
+    CHECK_FALSE(v.decode_ok);
+    CHECK_FALSE(v.prefill_ok);
+    // No measurement: never "met".
+    v = targets::judge(c, Precision::bf16, 2048, 0, 0, 0, 0);
+    CHECK_FALSE(v.decode_ok);
+    CHECK_FALSE(v.prefill_ok);
+}
+
+TEST_CASE("gpu.host.seam_without_gpu") {
+    std::string why;
+    if (cuda_available(&why)) {
+#ifdef PDLAB_HAVE_CUDA
+        MESSAGE("a GPU is present: " << cuda_device_summary());
+        CHECK_FALSE(cuda_device_summary().empty());
+#endif
+        return;
+    }
+    CHECK_FALSE(why.empty());
+    auto lm = load_model("synthetic:llama,dim=64,ffn=96,layers=1,heads=4,kv_heads=2,vocab=50,ctx=16",
+                         Precision::f32, false);
+    EngineOptions o;
+    o.device = Device::cuda;
+    try {
+        make_engine(lm.model, o);
+        FAIL("make_engine(cuda) must refuse without a GPU");
+    } catch (const UserError& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find("--device cuda is not available") != std::string::npos);
+        CHECK(msg.find(why) != std::string::npos);
+    }
+#ifdef PDLAB_HAVE_CUDA
+    CHECK(cuda_device_summary().empty());
+    CHECK_FALSE(cuda_device_present());
+#endif
+}
+
+#ifdef PDLAB_HAVE_CUDA
+TEST_CASE("gpu.host.prefill_chunking") {
+    // The default budget holds a 2048-token prompt of 32 heads in two chunks.
+    CHECK(gpu::attention_prefill_chunk(2048, 0, 32, gpu::kPrefillScoreBudget) == 1024);
+    CHECK(gpu::attention_prefill_chunk(17, 0, 8, gpu::kPrefillScoreBudget) == 17);
+    CHECK(gpu::attention_prefill_chunk(300, 1000, 8, 5 * 8 * 1300) == 5);
+    CHECK(gpu::attention_prefill_chunk(10, 0, 8, 1) == 1);  // never below one query
+    // Scratch: 6 pointer arrays rounded to 256 bytes, then heads x chunk x keys floats.
+    CHECK(gpu::attention_prefill_scratch(2048, 0, 32) == 384 + std::size_t(32) * 1024 * 2048);
+    CHECK(gpu::attention_prefill_scratch(300, 1000, 8, 5 * 8 * 1300) == 128 + std::size_t(8) * 5 * 1300);
+    // Decode: splits of 256 keys; partial outputs plus (max, sum) per split.
+    CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 16 * 66);
+    CHECK(gpu::attention_decode_scratch(1, 8, 1, 64) == std::size_t(8) * 1 * 66);
+}
+#endif

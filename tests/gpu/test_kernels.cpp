@@ -1,0 +1,324 @@
+// gpu.kernels: every CUDA kernel against its CPU twin (src/ops.hpp,
+// src/attention.hpp, src/kv_cache.hpp, src/reference.hpp) on random inputs of
+// several shapes, with the llm.c-style check |gpu - cpu| <= atol + rtol |cpu|.
+// Needs a GPU: main_device.cpp exits 77 (skip) without one.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "attention.cuh"
+#include "attention.hpp"
+#include "check.hpp"
+#include "common.hpp"
+#include "cuda_check.cuh"
+#include "kv_cache.cuh"
+#include "kv_cache.hpp"
+#include "matmul.cuh"
+#include "ops.cuh"
+#include "ops.hpp"
+#include "reference.hpp"
+
+using namespace pd;
+using namespace pd::test;
+using gpu::DeviceBuffer;
+
+namespace {
+
+// Copies a host vector to a new device buffer.
+template <typename T>
+DeviceBuffer<T> dev(const std::vector<T>& h) {
+    DeviceBuffer<T> d;
+    d.upload(h);
+    return d;
+}
+
+template <typename T>
+std::vector<T> host(const DeviceBuffer<T>& d) {
+    PD_CUDA(cudaDeviceSynchronize());
+    return d.to_host();
+}
+
+std::vector<float> widen(const std::vector<std::uint16_t>& v) {
+    std::vector<float> f(v.size());
+    for (std::size_t i = 0; i < v.size(); i++) f[i] = bf16_to_f32(v[i]);
+    return f;
+}
+
+// bf16 outputs: within one bf16 rounding (2^-8 relative) of the f32 twin.
+constexpr float kBf16Rtol = 1.0f / 128;
+
+const int kRowShapes[][2] = {{1, 64}, {5, 768}, {33, 2048}, {3, 100}, {2, 4097}};
+
+}  // namespace
+
+TEST_CASE("gpu.kernels.rmsnorm") {
+    for (auto [M, D] : kRowShapes) {
+        INFO("M " << M << " D " << D);
+        auto x = randn(std::size_t(M) * D, 1, 2.0f), w = randn(D, 2);
+        std::vector<float> ref(x.size());
+        rmsnorm(ref.data(), x.data(), w.data(), M, D, 1e-5f);
+        auto dx = dev(x), dw = dev(w);
+        DeviceBuffer<float> out(x.size());
+        DeviceBuffer<std::uint16_t> out16(x.size());
+        gpu::rmsnorm(out.data(), dx.data(), dw.data(), M, D, 1e-5f, nullptr);
+        gpu::rmsnorm(out16.data(), dx.data(), dw.data(), M, D, 1e-5f, nullptr);
+        check_close(host(out), ref, 1e-5f, 1e-4f, "rmsnorm f32");
+        check_close(widen(host(out16)), ref, 1e-6f, kBf16Rtol, "rmsnorm bf16 out");
+    }
+}
+
+TEST_CASE("gpu.kernels.layernorm") {
+    for (auto [M, D] : kRowShapes) {
+        INFO("M " << M << " D " << D);
+        auto x = randn(std::size_t(M) * D, 3, 2.0f), w = randn(D, 4), b = randn(D, 5);
+        for (std::size_t i = 0; i < x.size(); i++) x[i] += 3.0f;  // a mean far from 0
+        std::vector<float> ref(x.size());
+        layernorm(ref.data(), x.data(), w.data(), b.data(), M, D, 1e-5f);
+        auto dx = dev(x), dw = dev(w), db = dev(b);
+        DeviceBuffer<float> out(x.size());
+        DeviceBuffer<std::uint16_t> out16(x.size());
+        gpu::layernorm(out.data(), dx.data(), dw.data(), db.data(), M, D, 1e-5f, nullptr);
+        gpu::layernorm(out16.data(), dx.data(), dw.data(), db.data(), M, D, 1e-5f, nullptr);
+        check_close(host(out), ref, 1e-4f, 1e-4f, "layernorm f32");
+        check_close(widen(host(out16)), ref, 1e-4f, kBf16Rtol, "layernorm bf16 out");
+    }
+}
+
+TEST_CASE("gpu.kernels.gelu_tanh") {
+    for (long n : {1L, 1000L, 3L * 3072 + 5}) {
+        auto x = randn(std::size_t(n), 6, 3.0f);
+        std::vector<float> ref = x;
+        gelu_tanh(ref.data(), n);
+        auto dx = dev(x);
+        DeviceBuffer<float> out(x.size());
+        DeviceBuffer<std::uint16_t> out16(x.size());
+        gpu::gelu_tanh(out.data(), dx.data(), n, nullptr);
+        gpu::gelu_tanh(out16.data(), dx.data(), n, nullptr);
+        gpu::gelu_tanh(dx.data(), dx.data(), n, nullptr);  // in place, as the CPU does
+        check_close(host(out), ref, 1e-6f, 1e-5f, "gelu_tanh");
+        check_close(host(dx), ref, 1e-6f, 1e-5f, "gelu_tanh in place");
+        check_close(widen(host(out16)), ref, 1e-6f, kBf16Rtol, "gelu_tanh bf16 out");
+    }
+}
+
+TEST_CASE("gpu.kernels.swiglu") {
+    for (auto [M, F] : {std::pair{1, 96}, std::pair{7, 2048}, std::pair{2, 8193}}) {
+        auto gu = randn(std::size_t(M) * 2 * F, 7, 3.0f);
+        std::vector<float> ref(std::size_t(M) * F);
+        swiglu(ref.data(), gu.data(), M, F);
+        auto dgu = dev(gu);
+        DeviceBuffer<float> out(ref.size());
+        DeviceBuffer<std::uint16_t> out16(ref.size());
+        gpu::swiglu(out.data(), dgu.data(), M, F, nullptr);
+        gpu::swiglu(out16.data(), dgu.data(), M, F, nullptr);
+        check_close(host(out), ref, 1e-6f, 1e-5f, "swiglu");
+        check_close(widen(host(out16)), ref, 1e-6f, kBf16Rtol, "swiglu bf16 out");
+    }
+}
+
+TEST_CASE("gpu.kernels.rope") {
+    const int max_seq = 4096;
+    for (int D : {64, 128, 16})
+        for (int M : {1, 9, 300}) {
+            INFO("D " << D << " M " << M);
+            const int n_heads = 6, stride = n_heads * D + 40;  // rows wider than the heads, as in [q | k | v]
+            std::vector<float> cs(std::size_t(max_seq) * D / 2), sn(cs.size());
+            rope_tables(cs.data(), sn.data(), max_seq, D, 500000.0f);
+            auto x = randn(std::size_t(M) * stride, 8);
+            std::vector<int> pos(M);
+            for (int m = 0; m < M; m++) pos[m] = (m * 977 + 13) % max_seq;
+            std::vector<float> ref = x;
+            rope(ref.data(), M, stride, n_heads, D, pos.data(), cs.data(), sn.data());
+            auto dx = dev(x), dcs = dev(cs), dsn = dev(sn);
+            auto dpos = dev(pos);
+            gpu::rope(dx.data(), M, stride, n_heads, D, dpos.data(), dcs.data(), dsn.data(), nullptr);
+            check_close(host(dx), ref, 1e-5f, 1e-5f, "rope (the 40 extra floats per row must be untouched)");
+        }
+}
+
+TEST_CASE("gpu.kernels.residual_bias_embed") {
+    const int M = 5, N = 300, V = 50;
+    auto y = randn(std::size_t(M) * N, 9), x = randn(std::size_t(M) * N, 10), b = randn(N, 11);
+    std::vector<float> ref = y;
+    add_inplace(ref.data(), x.data(), long(ref.size()));
+    auto dy = dev(y), dx = dev(x), db = dev(b);
+    gpu::add_inplace(dy.data(), dx.data(), long(y.size()), nullptr);
+    check_close(host(dy), ref, 0.0f, 0.0f, "add_inplace");
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) ref[std::size_t(m) * N + n] += b[n];
+    gpu::add_bias(dy.data(), db.data(), M, N, nullptr);
+    check_close(host(dy), ref, 0.0f, 0.0f, "add_bias");
+
+    // Embedding: the CPU's step 1 (memcpy of the token's row, + the position's row for GPT-2).
+    auto tok = randn(std::size_t(V) * N, 12), pe = randn(std::size_t(64) * N, 13);
+    std::vector<int> token = {3, 49, 0, 3, 17}, pos = {0, 1, 2, 63, 40};
+    auto dtok = dev(tok), dpe = dev(pe);
+    auto dtoken = dev(token), dpos = dev(pos);
+    for (bool with_pos : {false, true}) {
+        std::vector<float> e(std::size_t(M) * N);
+        for (int r = 0; r < M; r++)
+            for (int d = 0; d < N; d++)
+                e[std::size_t(r) * N + d] = tok[std::size_t(token[r]) * N + d] +
+                                            (with_pos ? pe[std::size_t(pos[r]) * N + d] : 0.0f);
+        DeviceBuffer<float> out(e.size());
+        gpu::embed(out.data(), dtoken.data(), dpos.data(), dtok.data(), with_pos ? dpe.data() : nullptr, M, N,
+                   nullptr);
+        check_close(host(out), e, 0.0f, 0.0f, with_pos ? "embed + positions" : "embed");
+    }
+}
+
+TEST_CASE("gpu.kernels.to_bf16") {
+    std::vector<float> x = randn(1000, 14, 100.0f);
+    x.insert(x.end(), {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, -3.0e38f, 1e-30f, 65504.0f});  // ties round to even
+    std::vector<std::uint16_t> ref(x.size());
+    for (std::size_t i = 0; i < x.size(); i++) ref[i] = f32_to_bf16(x[i]);
+    auto dx = dev(x);
+    DeviceBuffer<std::uint16_t> out(x.size());
+    gpu::to_bf16(out.data(), dx.data(), long(x.size()), nullptr);
+    auto got = host(out);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < x.size(); i++) bad += got[i] != ref[i];
+    CHECK(bad == 0);
+}
+
+TEST_CASE("gpu.kernels.linear") {
+    gpu::Blas blas(nullptr);
+    const int shapes[][2] = {{64, 96}, {768, 2304}, {100, 37}, {2048, 512}};  // (in, out)
+    for (auto [K, N] : shapes)
+        for (int M : {1, 3, 17, 64})
+            for (bool bias : {false, true})
+                for (bool accumulate : {false, true}) {
+                    INFO("M " << M << " in " << K << " out " << N << " bias " << bias << " accumulate "
+                              << accumulate);
+                    auto x = randn(std::size_t(M) * K, 15), W = randn(std::size_t(N) * K, 16, 0.05f);
+                    auto b = randn(N, 17), y0 = randn(std::size_t(M) * N, 18);
+                    std::vector<float> ref(std::size_t(M) * N);
+                    ref::linear(ref.data(), x.data(), W.data(), bias ? b.data() : nullptr, M, K, N);
+                    if (accumulate)
+                        for (std::size_t i = 0; i < ref.size(); i++) ref[i] += y0[i];
+                    auto dx = dev(x), dW = dev(W), db = dev(b), dy = dev(y0);
+                    gpu::DeviceLinear L;
+                    L.in = K, L.out = N, L.w = dW.data(), L.bias = bias ? db.data() : nullptr;
+                    gpu::linear(blas, L, dx.data(), M, dy.data(), accumulate);
+                    check_close(host(dy), ref, 2e-4f, 2e-4f, "linear f32");
+
+                    // bf16: x and W rounded to bf16, products accumulated in f32. The
+                    // reference multiplies the same rounded values in double.
+                    std::vector<std::uint16_t> x16(x.size()), W16(W.size());
+                    std::vector<float> xr(x.size()), Wr(W.size());
+                    for (std::size_t i = 0; i < x.size(); i++) xr[i] = bf16_to_f32(x16[i] = f32_to_bf16(x[i]));
+                    for (std::size_t i = 0; i < W.size(); i++) Wr[i] = bf16_to_f32(W16[i] = f32_to_bf16(W[i]));
+                    ref::linear(ref.data(), xr.data(), Wr.data(), bias ? b.data() : nullptr, M, K, N);
+                    if (accumulate)
+                        for (std::size_t i = 0; i < ref.size(); i++) ref[i] += y0[i];
+                    auto dx16 = dev(x16), dW16 = dev(W16);
+                    dy.upload(y0);
+                    L.bf16 = true, L.w = dW16.data();
+                    gpu::linear(blas, L, dx16.data(), M, dy.data(), accumulate);
+                    check_close(host(dy), ref, 5e-4f, 1e-3f, "linear bf16");
+                }
+}
+
+TEST_CASE("gpu.kernels.kv_write") {
+    const int L = 2, B = 3, Hkv = 2, S = 40, D = 64, Q = 4 * D, KV = Hkv * D, stride = Q + 2 * KV;
+    KVCache ref = make_kv_cache(L, B, Hkv, S, D);
+    gpu::DeviceKVCache dc = gpu::make_device_kv_cache(L, B, Hkv, S, D);
+    const std::vector<int> slots = {2, 0, 2}, pos = {5, 0, 39};
+    auto rows = randn(slots.size() * stride, 19);
+    for (std::size_t r = 0; r < slots.size(); r++)
+        kv_write(ref, 1, slots[r], pos[r], rows.data() + r * stride + Q, rows.data() + r * stride + Q + KV);
+    auto drows = dev(rows);
+    auto dslots = dev(slots), dpos = dev(pos);
+    gpu::kv_write(dc.layer(1), drows.data() + Q, drows.data() + Q + KV, stride, dslots.data(), dpos.data(),
+                  int(slots.size()), nullptr);
+    check_close(host(dc.k), ref.k, 0.0f, 0.0f, "K cache");
+    check_close(host(dc.v), ref.v, 0.0f, 0.0f, "V cache");
+}
+
+// Decode attention: one query per row, GQA ratios 1, 4 and 8 (8 query heads
+// over 8, 2 and 1 KV heads), cache lengths 1, 17, 300 and 2048, rows of one
+// batch at different lengths, q read with a row stride.
+TEST_CASE("gpu.kernels.attention_decode") {
+    const int H = 8, S = 2100, B = 4;
+    for (int D : {64, 128, 80})
+        for (int Hkv : {8, 2, 1}) {
+            INFO("head_dim " << D << " kv heads " << Hkv);
+            KVCache c = make_kv_cache(1, B, Hkv, S, D);
+            c.k = randn(c.k.size(), 20);
+            c.v = randn(c.v.size(), 21);
+            gpu::DeviceKVCache dc = gpu::make_device_kv_cache(1, B, Hkv, S, D);
+            dc.k.upload(c.k.data(), c.k.size());
+            dc.v.upload(c.v.data(), c.v.size());
+            // Each length alone, then all four in one batch.
+            std::vector<std::vector<int>> cases = {{1}, {17}, {300}, {2048}, {1, 17, 300, 2048}};
+            for (const auto& lens : cases) {
+                const int rows = int(lens.size()), q_stride = H * D + 2 * Hkv * D;
+                INFO("cache lengths " << fmt::format("{}", fmt::join(lens, ",")));
+                std::vector<int> slots(rows), pos(rows);
+                for (int r = 0; r < rows; r++) slots[r] = (r + 1) % B, pos[r] = lens[r] - 1;
+                auto qrows = randn(std::size_t(rows) * q_stride, 22, 2.0f);
+                std::vector<float> q(std::size_t(rows) * H * D), ref(q.size());
+                for (int r = 0; r < rows; r++)
+                    std::copy_n(qrows.data() + std::size_t(r) * q_stride, H * D, q.data() + std::size_t(r) * H * D);
+                std::vector<float> scratch(std::size_t(omp_get_max_threads()) * S);
+                attention_decode(ref.data(), q.data(), c, 0, slots.data(), pos.data(), rows, H, scratch.data());
+
+                auto dq = dev(qrows);
+                auto dslots = dev(slots), dpos = dev(pos);
+                DeviceBuffer<float> dscratch(gpu::attention_decode_scratch(rows, H, S, D));
+                DeviceBuffer<float> out(ref.size());
+                DeviceBuffer<std::uint16_t> out16(ref.size());
+                gpu::attention_decode(out.data(), dq.data(), q_stride, dc.layer(0), dslots.data(), dpos.data(),
+                                      rows, H, dscratch.data(), nullptr);
+                gpu::attention_decode(out16.data(), dq.data(), q_stride, dc.layer(0), dslots.data(),
+                                      dpos.data(), rows, H, dscratch.data(), nullptr);
+                check_close(host(out), ref, 2e-5f, 2e-4f, "attention_decode f32");
+                check_close(widen(host(out16)), ref, 1e-5f, kBf16Rtol, "attention_decode bf16 out");
+            }
+        }
+}
+
+// Prefill attention: T queries of one sequence after `start` cached positions,
+// causal, GQA ratios 1, 4, 8; small scratch budgets force several query
+// chunks; TF32 (bf16 models) within a looser tolerance.
+TEST_CASE("gpu.kernels.attention_prefill") {
+    gpu::Blas blas(nullptr);
+    const int H = 8, S = 2100, B = 2, b = 1;
+    struct Case {
+        int D, Hkv, start, T;
+    };
+    const Case cases[] = {{64, 8, 0, 1},   {64, 2, 0, 17},  {64, 1, 0, 300},  {128, 2, 283, 17},
+                          {80, 4, 5, 300}, {64, 2, 0, 2048}, {64, 8, 1000, 300}};
+    for (const Case& k : cases) {
+        const int D = k.D, Hkv = k.Hkv, start = k.start, T = k.T, stride = H * D + 2 * Hkv * D;
+        INFO("head_dim " << D << " kv heads " << Hkv << " start " << start << " T " << T);
+        KVCache c = make_kv_cache(1, B, Hkv, S, D);
+        c.k = randn(c.k.size(), 23);
+        c.v = randn(c.v.size(), 24);
+        gpu::DeviceKVCache dc = gpu::make_device_kv_cache(1, B, Hkv, S, D);
+        dc.k.upload(c.k.data(), c.k.size());
+        dc.v.upload(c.v.data(), c.v.size());
+        auto qrows = randn(std::size_t(T) * stride, 25, 2.0f);
+        std::vector<float> q(std::size_t(T) * H * D), ref(q.size());
+        for (int t = 0; t < T; t++)
+            std::copy_n(qrows.data() + std::size_t(t) * stride, H * D, q.data() + std::size_t(t) * H * D);
+        std::vector<float> scratch(std::size_t(omp_get_max_threads()) * S);
+        attention_prefill(ref.data(), q.data(), c, 0, b, start, T, H, scratch.data());
+        auto dq = dev(qrows);
+        // The default budget (one chunk here), and budgets of 5 and 64 query rows.
+        const std::size_t per_row = std::size_t(H) * (start + T);
+        for (std::size_t budget : {gpu::kPrefillScoreBudget, 5 * per_row, 64 * per_row})
+            for (bool tf32 : {false, true}) {
+                INFO("budget " << budget << " (" << gpu::attention_prefill_chunk(T, start, H, budget)
+                               << " queries per chunk) tf32 " << tf32);
+                DeviceBuffer<float> dscratch(gpu::attention_prefill_scratch(T, start, H, budget));
+                DeviceBuffer<float> out(ref.size());
+                gpu::attention_prefill(blas, out.data(), dq.data(), stride, dc.layer(0), b, start, T, H,
+                                       dscratch.data(), tf32, budget);
+                const float tol = tf32 ? 1e-2f : 1e-4f;
+                check_close(host(out), ref, tol, tol, tf32 ? "attention_prefill tf32" : "attention_prefill");
+            }
+    }
+}

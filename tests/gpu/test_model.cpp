@@ -1,0 +1,194 @@
+// gpu.model: the whole model on the GPU against the CPU engine, through the
+// device seam (make_engine with Device::cuda vs Device::cpu): logits of
+// prefill (every position), of decode steps, of chunked prefill and batched
+// decode, and the greedy token ids of generate(). Needs a GPU.
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "check.hpp"
+#include "engine.hpp"
+#include "generate.hpp"
+#include "model_source.hpp"
+
+using namespace pd;
+using namespace pd::test;
+
+namespace {
+
+// Small models of both families and all three attention kinds.
+const char* kModels[] = {
+    "synthetic:llama,dim=128,ffn=256,layers=2,heads=8,kv_heads=2,vocab=211,ctx=128",          // GQA 4
+    "synthetic:llama,dim=128,ffn=256,layers=2,heads=8,kv_heads=1,vocab=211,ctx=128",          // MQA
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=4,vocab=97,ctx=64,tied=0",       // MHA
+    "synthetic:gpt2,dim=128,ffn=512,layers=2,heads=4,vocab=211,ctx=128",                      // GPT-2
+};
+
+// Logit tolerances: f32 differs only in summation order; bf16 rounds the
+// activations before every product on the GPU, the CPU's decode does not.
+float tol_for(Precision p) { return p == Precision::f32 ? 2e-3f : 6e-2f; }
+
+std::vector<int> some_tokens(int n, int vocab, int seed) {
+    std::vector<int> t(n);
+    for (int i = 0; i < n; i++) t[i] = (i * 37 + seed * 11 + 5) % vocab;
+    return t;
+}
+
+std::vector<float> copy(const float* p, std::size_t rows, int V) { return {p, p + rows * V}; }
+
+struct Pair {
+    std::unique_ptr<Engine> cpu, gpu;
+};
+
+Pair engines(const std::shared_ptr<const Model>& m, int batch, int max_seq = 0) {
+    EngineOptions o;
+    o.batch = batch;
+    o.max_seq = max_seq;
+    Pair p;
+    o.device = Device::cpu;
+    p.cpu = make_engine(m, o);
+    o.device = Device::cuda;
+    p.gpu = make_engine(m, o);
+    return p;
+}
+
+// Sets PDLAB_CUDA_GRAPHS for the engines made while it lives.
+struct GraphsSetting {
+    explicit GraphsSetting(bool on) { setenv("PDLAB_CUDA_GRAPHS", on ? "1" : "0", 1); }
+    ~GraphsSetting() { unsetenv("PDLAB_CUDA_GRAPHS"); }
+};
+
+// top-1 minus top-2 logit: how far a greedy choice is from a tie.
+float margin(const float* logits, int V) {
+    float a = -1e30f, b = -1e30f;
+    for (int i = 0; i < V; i++) {
+        if (logits[i] > a) b = a, a = logits[i];
+        else if (logits[i] > b) b = logits[i];
+    }
+    return a - b;
+}
+
+// Greedy ids must be identical; a divergence is accepted only at a step where
+// the CPU's own top two logits are closer than the tolerance (a near tie that
+// rounding may break either way), and the comparison stops there.
+void check_greedy(Engine& cpu, Engine& gpu, const std::vector<int>& prompt, int n, float tol) {
+    GenerateOptions g;
+    g.max_new_tokens = n;
+    g.stop_at_eos = false;
+    auto rc = generate(cpu, prompt, g);
+    auto rg = generate(gpu, prompt, g);
+    REQUIRE(rc.generated_ids.size() == rg.generated_ids.size());
+    for (std::size_t i = 0; i < rc.generated_ids.size(); i++) {
+        if (rc.generated_ids[i] == rg.generated_ids[i]) continue;
+        // Replay the CPU to the diverging step and measure its margin there.
+        std::vector<int> seq = prompt;
+        seq.insert(seq.end(), rc.generated_ids.begin(), rc.generated_ids.begin() + long(i));
+        cpu.reset(0);
+        const int V = cpu.config().vocab_size;
+        const float* all = cpu.prefill(0, seq, Keep::all);
+        const float m = margin(all + (seq.size() - 1) * std::size_t(V), V);
+        INFO(fmt::format("greedy ids diverge at step {}: cpu {} gpu {}; cpu top-2 margin {}", i,
+                         rc.generated_ids[i], rg.generated_ids[i], m));
+        CHECK(m < tol);
+        if (m < tol) MESSAGE("near tie at step " << i << " (margin " << m << "): accepted");
+        return;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
+    for (const char* spec : kModels)
+        for (Precision p : {Precision::f32, Precision::bf16}) {
+            INFO(spec << " " << precision_name(p));
+            auto lm = load_model(spec, p, false);
+            const int V = lm.model->config.vocab_size, T = 20;
+            const float tol = tol_for(p);
+            Pair e = engines(lm.model, 2);
+            auto toks = some_tokens(T, V, 1);
+            auto cpu_all = copy(e.cpu->prefill(0, toks, Keep::all), T, V);
+            auto gpu_all = copy(e.gpu->prefill(0, toks, Keep::all), T, V);
+            check_close(gpu_all, cpu_all, tol, tol, "prefill logits, every position");
+            CHECK(e.gpu->cache_len(0) == T);
+
+            // Decode steps, then a second sequence prefilled in chunks (7 + 13
+            // tokens, continuing its cache) and both decoded together.
+            int slot0 = 0;
+            for (int i = 0; i < 6; i++) {
+                int tok = (i * 13 + 3) % V;
+                auto c = copy(e.cpu->decode({&slot0, 1}, {&tok, 1}), 1, V);
+                auto g = copy(e.gpu->decode({&slot0, 1}, {&tok, 1}), 1, V);
+                check_close(g, c, tol, tol, fmt::format("decode step {}", i));
+            }
+            auto toks2 = some_tokens(20, V, 2);
+            for (auto [a, n] : {std::pair{0, 7}, std::pair{7, 13}}) {
+                auto c = copy(e.cpu->prefill(1, {toks2.data() + a, std::size_t(n)}), 1, V);
+                auto g = copy(e.gpu->prefill(1, {toks2.data() + a, std::size_t(n)}), 1, V);
+                check_close(g, c, tol, tol, fmt::format("chunked prefill, chunk at {}", a));
+            }
+            std::vector<int> slots = {1, 0}, next = {5, 9};
+            for (int i = 0; i < 4; i++) {
+                auto c = copy(e.cpu->decode(slots, next), 2, V);
+                auto g = copy(e.gpu->decode(slots, next), 2, V);
+                check_close(g, c, tol, tol, fmt::format("batched decode step {}", i));
+            }
+            CHECK(e.gpu->cache_len(0) == T + 6 + 4);
+            CHECK(e.gpu->cache_len(1) == 20 + 4);
+        }
+}
+
+TEST_CASE("gpu.model.greedy_ids_match_cpu") {
+    for (bool graphs : {true, false}) {
+        GraphsSetting setting(graphs);
+        for (const char* spec : kModels)
+            for (Precision p : {Precision::f32, Precision::bf16}) {
+                INFO(spec << " " << precision_name(p) << " graphs " << graphs);
+                auto lm = load_model(spec, p, false);
+                Pair e = engines(lm.model, 1);
+                check_greedy(*e.cpu, *e.gpu, some_tokens(9, lm.model->config.vocab_size, 3), 40, tol_for(p));
+            }
+    }
+}
+
+// The real shapes: GPT-2 small and the kit's Llama yardstick (GQA 3).
+TEST_CASE("gpu.model.preset_shapes") {
+    for (const char* spec : {"synthetic:bench-llama-125m", "synthetic:gpt2-124m"})
+        for (Precision p : {Precision::f32, Precision::bf16}) {
+            INFO(spec << " " << precision_name(p));
+            auto lm = load_model(spec, p, false);
+            const int V = lm.model->config.vocab_size;
+            Pair e = engines(lm.model, 1, 256);
+            auto prompt = some_tokens(64, V, 4);
+            auto c = copy(e.cpu->prefill(0, prompt), 1, V);
+            auto g = copy(e.gpu->prefill(0, prompt), 1, V);
+            check_close(g, c, tol_for(p), tol_for(p), "prefill logits of the last position");
+            e.cpu->reset(0);
+            e.gpu->reset(0);
+            check_greedy(*e.cpu, *e.gpu, prompt, 8, tol_for(p));
+        }
+}
+
+TEST_CASE("gpu.model.errors_match_cpu") {
+    auto lm = load_model(kModels[0], Precision::f32, false);
+    Pair e = engines(lm.model, 1, 32);
+    for (Engine* en : {e.cpu.get(), e.gpu.get()}) {
+        INFO(device_name(en->device()));
+        std::vector<int> bad = {1, 100000};
+        CHECK_THROWS_AS(en->prefill(0, bad), UserError);
+        int slot = 0, tok = 1;
+        CHECK_THROWS_AS(en->decode({&slot, 1}, {&tok, 1}), UserError);  // before any prefill
+        CHECK_THROWS_AS(en->prefill(0, some_tokens(33, 211, 5)), UserError);  // longer than max_seq 32
+        CHECK_THROWS_AS(en->prefill(1, some_tokens(3, 211, 5)), UserError);   // no slot 1
+    }
+}
+
+TEST_CASE("gpu.model.timing") {
+    auto lm = load_model(kModels[0], Precision::bf16, false);
+    Pair e = engines(lm.model, 1);
+    auto toks = some_tokens(50, lm.model->config.vocab_size, 6);
+    double ms = e.gpu->time_ms([&] { e.gpu->prefill(0, toks); });
+    CHECK(ms > 0);
+    CHECK(e.gpu->timing_method().find("cudaEventSynchronize") != std::string::npos);
+    CHECK(e.gpu->hardware().find("SMs") != std::string::npos);
+    CHECK(e.gpu->device() == Device::cuda);
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""pdlab-grade refuses bad usage at once, with one clear message and exit 2:
+an unknown lab, a missing SUBMISSIONS folder, an empty one, a missing rubric.
+Nothing is built. Usage: grade_usage.py --grader EXE --kit DIR
+"""
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    return p.returncode, p.stdout
+
+
+def expect(cmd, rc, text):
+    got_rc, out = run(cmd)
+    print("$", " ".join(cmd[1:]), "->", got_rc, "|", out.strip().splitlines()[-1] if out.strip() else "")
+    if got_rc != rc or text not in out:
+        print(f"FAIL: expected exit {rc} and \"{text}\", got exit {got_rc}:\n{out}", file=sys.stderr)
+        sys.exit(1)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grader", required=True)
+    ap.add_argument("--kit", required=True)
+    a = ap.parse_args()
+    kit = Path(a.kit).resolve()
+    a.grader = str(Path(a.grader).resolve())
+    g = [a.grader, "--kit", str(kit)]
+
+    out = expect([a.grader, "--help"], 0, "HIDDEN INPUTS")
+    for word in ("--lab", "--out", "--timeout", "--mem-mb", "--jobs", "--seed", "rubric.json", "gradebook.csv"):
+        if word not in out:
+            print(f"FAIL: --help does not mention {word}", file=sys.stderr)
+            return 1
+    expect(g + ["--lab", "03"], 2, "SUBMISSIONS")  # no SUBMISSIONS argument
+
+    tmp = Path(tempfile.mkdtemp(prefix="pdlab-grade-usage."))
+    try:
+        (tmp / "empty").mkdir()
+        (tmp / "class" / "alice").mkdir(parents=True)
+        expect(g + [str(tmp / "class"), "--lab", "99"], 2, "there is no such lab")
+        expect(g + [str(tmp / "class"), "--lab", "x"], 2, "the labs are")
+        expect(g + [str(tmp / "class"), "--lab", "03", "--kit", str(tmp)], 2, "not the lab kit")
+
+        # A fake kit: a lab with a solution but no rubric, then with a bad one.
+        fake = tmp / "fakekit"
+        (fake / "labs" / "track1" / "07-fake").mkdir(parents=True)
+        (fake / "solutions" / "track1" / "07-fake").mkdir(parents=True)
+        (fake / "meson.build").write_text("project('fake', 'cpp')\n")
+        (fake / "solutions" / "track1" / "07-fake" / "exercise.cpp").write_text("int x;\n")
+        f = [a.grader, "--kit", str(fake), str(tmp / "class"), "--lab", "07"]
+        expect(f, 2, "has no rubric")
+        (fake / "solutions" / "track1" / "07-fake" / "rubric.json").write_text(
+            '{"lab": "07", "checks": [{"name": "a", "kind": "test", "test_cases": "x", "points": 1}]}')
+        expect(f, 2, "unknown key \"test_cases\"")
+        (fake / "solutions" / "track1" / "07-fake" / "rubric.json").write_text('{"lab": "07", "checks": [')
+        expect(f, 2, "not valid JSON")
+        (fake / "solutions" / "track1" / "07-fake" / "rubric.json").write_text(
+            '{"lab": "07", "checks": [{"name": "a", "kind": "test", "test_case": "x", "points": 1}]}')
+        expect([a.grader, "--kit", str(fake), str(tmp / "empty"), "--lab", "07"], 2, "holds no student folders")
+        expect([a.grader, "--kit", str(fake), str(tmp / "nowhere"), "--lab", "07"], 2, "no such folder")
+        expect([a.grader, "--kit", str(fake), str(tmp / "class"), "--lab", "07", "--student", "bob"], 2,
+               "--student bob")
+        shutil.rmtree(fake / "solutions")
+        expect(f, 2, "no solutions/ folder")
+        print("ok: bad usage exits 2 with a clear message")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

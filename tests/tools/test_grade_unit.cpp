@@ -1,0 +1,202 @@
+// Unit tests of pdlab-grade's parts: running under limits, reading doctest and
+// compiler output, comparing JSON, parsing rubrics. Fast; no build involved.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <csignal>
+
+#include "compare.hpp"
+#include "outputs.hpp"
+#include "process.hpp"
+#include "rubric.hpp"
+
+using namespace pd::grade;
+
+namespace {
+RunSpec sh(const std::string& script, double timeout = 10) {
+    RunSpec r;
+    r.argv = {"/bin/sh", "-c", script};
+    r.timeout_s = timeout;
+    return r;
+}
+}  // namespace
+
+TEST_CASE("tools.grade.process.exit_and_output") {
+    auto r = run_process(sh("echo out; echo err >&2; exit 3"));
+    CHECK(r.started);
+    CHECK(r.exit_code == 3);
+    CHECK(r.signal == 0);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.output == "out\nerr\n");
+    CHECK(r.describe() == "exit status 3");
+}
+
+TEST_CASE("tools.grade.process.timeout_kills_the_group") {
+    // The child's own child (sleep) must die too, or the pipe would stay open.
+    auto r = run_process(sh("sleep 30 & sleep 30; echo never", 0.5));
+    CHECK(r.timed_out);
+    CHECK(r.seconds < 5);
+    CHECK(r.output.find("never") == std::string::npos);
+    CHECK(r.describe().find("timed out") == 0);
+}
+
+TEST_CASE("tools.grade.process.signal") {
+    auto r = run_process(sh("kill -SEGV $$"));
+    CHECK(r.signal == SIGSEGV);
+    CHECK_FALSE(r.ok());
+    CHECK(r.describe().find("SIGSEGV") != std::string::npos);
+}
+
+TEST_CASE("tools.grade.process.memory_limit") {
+    if (access("/usr/bin/python3", X_OK) != 0) return;  // the allocator below is python3
+    // 64 MB of address space is too little to hold a 200 MB string.
+    RunSpec r = sh("exec /usr/bin/python3 -c 'x = bytearray(200 * 1024 * 1024); print(\"allocated\")'");
+    r.mem_bytes = std::size_t(64) << 20;
+    auto out = run_process(r);
+    CHECK_FALSE(out.ok());
+    CHECK(out.output.find("allocated") == std::string::npos);
+}
+
+TEST_CASE("tools.grade.process.env_cwd_and_missing_program") {
+    RunSpec r = sh("echo $PDLAB_TEST_SEED; pwd");
+    r.env["PDLAB_TEST_SEED"] = "4242";
+    r.cwd = "/";
+    auto out = run_process(r);
+    CHECK(out.output == "4242\n/\n");
+    RunSpec bad;
+    bad.argv = {"/nonexistent/program"};
+    auto b = run_process(bad);
+    CHECK_FALSE(b.started);
+    CHECK(b.error.find("No such file") != std::string::npos);
+}
+
+TEST_CASE("tools.grade.process.long_output_is_cut_in_the_middle") {
+    RunSpec r = sh("echo FIRST; i=0; while [ $i -lt 20000 ]; do echo xxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; echo LAST");
+    r.keep_bytes = 4096;
+    auto out = run_process(r);
+    CHECK(out.output.find("FIRST") == 0);
+    CHECK(out.output.find("LAST") != std::string::npos);
+    CHECK(out.output.find("left out") != std::string::npos);
+    CHECK(out.output.size() < 5000);
+    CHECK(out.output_bytes > 400000);
+}
+
+TEST_CASE("tools.grade.outputs.doctest") {
+    const std::string out =
+        "===============================================================================\n"
+        "tests.cpp:56:\n"
+        "TEST CASE:  lab01.greedy.matches_engine_argmax\n"
+        "\n"
+        "tests.cpp:63: ERROR: CHECK( got == want ) is NOT correct!\n"
+        "  values: CHECK( 0 == 5 )\n"
+        "  logged: greedy() returned id 0\n"
+        "\n"
+        "===============================================================================\n"
+        "[doctest] test cases: 3 | 2 passed | 1 failed | 9 skipped\n"
+        "[doctest] assertions: 6 | 5 passed | 1 failed |\n";
+    auto s = parse_doctest_summary(out);
+    CHECK(s.found);
+    CHECK(s.cases == 3);
+    CHECK(s.passed == 2);
+    CHECK(s.failed == 1);
+    CHECK(s.skipped == 9);
+    auto reason = doctest_failure_reason(out);
+    CHECK(reason.find("lab01.greedy.matches_engine_argmax: CHECK( got == want ) is NOT correct!") == 0);
+    CHECK(reason.find("values: CHECK( 0 == 5 )") != std::string::npos);
+    auto ex = doctest_failure_excerpt(out);
+    CHECK(ex.find("TEST CASE:") != std::string::npos);
+    CHECK(ex.find("logged: greedy()") != std::string::npos);
+    CHECK(ex.find("[doctest]") == std::string::npos);
+    CHECK_FALSE(parse_doctest_summary("no summary here").found);
+}
+
+TEST_CASE("tools.grade.outputs.compiler") {
+    const std::string out =
+        "[1/3] Compiling C++ object x.o\n"
+        "FAILED: labs/x.a.p/exercise.cpp.o\n"
+        "c++ -Ilabs -o labs/x.a.p/exercise.cpp.o -c ../src/labs/exercise.cpp\n"
+        "../src/labs/exercise.cpp:12:5: error: 'oops' was not declared in this scope\n"
+        "   12 |     oops;\n"
+        "ninja: build stopped: subcommand failed.\n";
+    CHECK(compile_error_reason(out) == "../src/labs/exercise.cpp:12:5: error: 'oops' was not declared in this scope");
+    auto ex = compile_error_excerpt(out);
+    CHECK(ex.find("../src/labs/exercise.cpp:12:5: error: 'oops'") == 0);
+    CHECK(ex.find("ninja: build stopped") == std::string::npos);
+}
+
+TEST_CASE("tools.grade.compare.fields_and_tolerance") {
+    json want = json::parse(R"({"head_map":[0,0,1,1],"bytes_per_token":4096,"ratio":0.25,
+                                "name":"gqa","ttft_ms":12.5,"nested":{"x":1.0,"elapsed_s":3}})");
+    json got = want;
+    got["ttft_ms"] = 99.0;          // timing: never compared
+    got["nested"]["elapsed_s"] = 7;  // timing inside a compared object: skipped
+    got["ratio"] = 0.25000001;
+    CompareSpec spec;
+    spec.float_rtol = 1e-4;
+    CHECK(compare_json(got, want, spec).empty());  // whole document
+    spec.fields = {"head_map", "bytes_per_token", "ratio", "name", "nested"};
+    CHECK(compare_json(got, want, spec).empty());
+
+    got["head_map"][2] = 0;
+    got["bytes_per_token"] = 4097;
+    auto d = compare_json(got, want, spec);
+    REQUIRE(d.size() == 2);
+    CHECK(d[0] == "head_map[2]: got 0, expected 1");
+    CHECK(d[1] == "bytes_per_token: got 4097, expected 4096");
+
+    got = want;
+    got["ratio"] = 0.26;
+    d = compare_json(got, want, spec);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].find("ratio: got 0.26, expected 0.25") == 0);
+
+    got = want;
+    got.erase("name");
+    d = compare_json(got, want, spec);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0] == "name: missing");
+
+    spec.fields = {"nested.x", "head_map[3]", "head_map.3"};
+    CHECK(compare_json(want, want, spec).empty());
+    CHECK(find_path(want, "nested.nothing") == nullptr);
+    CHECK(is_ignored_key("ttft_ms", CompareSpec::default_ignore()));
+    CHECK(is_ignored_key("prefill_time", CompareSpec::default_ignore()));
+    CHECK_FALSE(is_ignored_key("bytes_per_token", CompareSpec::default_ignore()));
+    CHECK_FALSE(is_ignored_key("items", CompareSpec::default_ignore()));
+}
+
+TEST_CASE("tools.grade.rubric.parse") {
+    auto r = parse_rubric(json::parse(R"({"lab":"03","checks":[
+        {"name":"append","kind":"test","test_case":"lab03.kv_cache.*","points":25},
+        {"name":"lab output","kind":"output","args":["--threads","1"],
+         "compare":{"fields":["head_map"],"float_rtol":1e-4},"points":10}]})"),
+                          "rubric.json");
+    CHECK(r.lab == "03");
+    REQUIRE(r.checks.size() == 2);
+    CHECK(r.max_points() == 35);
+    CHECK(r.checks[1].compare.float_rtol == doctest::Approx(1e-4));
+
+    auto fails = [](const char* text) {
+        try {
+            parse_rubric(json::parse(text), "rubric.json");
+        } catch (const RubricError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(fails(R"({"lab":"03","checks":[]})").find("non-empty") != std::string::npos);
+    CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"test","points":1}]})").find("test_case") !=
+          std::string::npos);
+    CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"tset","points":1}]})").find("\"kind\"") !=
+          std::string::npos);
+    CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"test","test_cases":"x","test_case":"x","points":1}]})")
+              .find("unknown key \"test_cases\"") != std::string::npos);
+    CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"output","args":["--json","x"],
+                  "compare":{"fields":[]},"points":1}]})")
+              .find("--json") != std::string::npos);
+    CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"test","test_case":"x","points":1},
+                  {"name":"a","kind":"test","test_case":"y","points":1}]})")
+              .find("two checks") != std::string::npos);
+}

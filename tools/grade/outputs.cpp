@@ -1,0 +1,151 @@
+#include "outputs.hpp"
+
+#include <regex>
+#include <sstream>
+#include <vector>
+
+namespace pd::grade {
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::stringstream ss(text);
+    std::string line;
+    while (std::getline(ss, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+std::string join(const std::vector<std::string>& lines, std::size_t from, std::size_t to) {
+    std::string out;
+    for (std::size_t i = from; i < to && i < lines.size(); i++) out += lines[i] + "\n";
+    return out;
+}
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// "../src/labs/x.cpp:12:5: error: ..." -> "x.cpp:12:5: error: ..." is left to the caller;
+// this only shortens very long lines.
+std::string clip(std::string s, std::size_t n = 300) {
+    if (s.size() > n) s = s.substr(0, n - 3) + "...";
+    return s;
+}
+
+}  // namespace
+
+std::string trim(const std::string& s) {
+    auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return "";
+    auto e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+    if (from.empty()) return text;
+    std::size_t pos = 0;
+    while ((pos = text.find(from, pos)) != std::string::npos) {
+        text.replace(pos, from.size(), to);
+        pos += to.size();
+    }
+    return text;
+}
+
+std::string last_lines(const std::string& text, std::size_t n) {
+    auto lines = lines_of(text);
+    std::size_t from = lines.size() > n ? lines.size() - n : 0;
+    return join(lines, from, lines.size());
+}
+
+DoctestSummary parse_doctest_summary(const std::string& out) {
+    static const std::regex re(
+        R"(\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+)\s*passed\s*\|\s*(\d+)\s*failed(?:\s*\|\s*(\d+)\s*skipped)?)");
+    DoctestSummary s;
+    std::smatch m;
+    // The last summary wins (there is one per run).
+    auto begin = out.cbegin();
+    while (std::regex_search(begin, out.cend(), m, re)) {
+        s.found = true;
+        s.cases = std::stoi(m[1]);
+        s.passed = std::stoi(m[2]);
+        s.failed = std::stoi(m[3]);
+        s.skipped = m[4].matched ? std::stoi(m[4]) : 0;
+        begin = m[0].second;
+    }
+    return s;
+}
+
+std::string doctest_failure_excerpt(const std::string& out, std::size_t max_lines) {
+    auto lines = lines_of(out);
+    std::size_t err = lines.size();
+    for (std::size_t i = 0; i < lines.size(); i++)
+        if (contains(lines[i], "ERROR:") && !contains(lines[i], "[doctest]")) {
+            err = i;
+            break;
+        }
+    if (err == lines.size()) return "";
+    // Back to the block's opening rule, forward to the next one.
+    std::size_t from = err;
+    while (from > 0 && lines[from - 1].rfind("=====", 0) != 0) from--;
+    std::size_t to = err + 1;
+    while (to < lines.size() && lines[to].rfind("=====", 0) != 0) to++;
+    while (to > err + 1 && trim(lines[to - 1]).empty()) to--;
+    std::string text = join(lines, from, std::min(to, from + max_lines));
+    if (to > from + max_lines) text += "[...]\n";
+    return text;
+}
+
+std::string doctest_failure_reason(const std::string& out) {
+    auto lines = lines_of(out);
+    std::string test_case;
+    for (std::size_t i = 0; i < lines.size(); i++) {
+        const auto& l = lines[i];
+        if (l.rfind("TEST CASE:", 0) == 0) test_case = trim(l.substr(10));
+        auto p = l.find("ERROR:");
+        if (p == std::string::npos || contains(l, "[doctest]")) continue;
+        std::string reason = (test_case.empty() ? "" : test_case + ": ") + trim(l.substr(p + 6));
+        // The values and messages doctest prints under it, indented.
+        for (std::size_t j = i + 1; j < lines.size() && j < i + 4; j++) {
+            std::string t = trim(lines[j]);
+            if (t.empty() || lines[j][0] != ' ') break;
+            reason += " (" + t + ")";
+        }
+        return clip(reason, 400);
+    }
+    return "";
+}
+
+std::string compile_error_reason(const std::string& out) {
+    auto lines = lines_of(out);
+    for (const auto& l : lines)
+        if (contains(l, "error:") || contains(l, "undefined reference") || contains(l, "Error:"))
+            return clip(trim(l));
+    for (const auto& l : lines)
+        if (l.rfind("FAILED:", 0) == 0) return clip(trim(l));
+    return clip(trim(last_lines(out, 1)));
+}
+
+std::string compile_error_excerpt(const std::string& out, std::size_t max_lines) {
+    auto lines = lines_of(out);
+    std::size_t from = lines.size();
+    for (std::size_t i = 0; i < lines.size(); i++)
+        if (lines[i].rfind("FAILED:", 0) == 0) {
+            from = i + 1;  // the command line after FAILED: is long and not interesting
+            while (from < lines.size() && lines[from].find("-o ") != std::string::npos &&
+                   lines[from].find("error") == std::string::npos)
+                from++;
+            break;
+        }
+    if (from >= lines.size()) from = lines.size() > max_lines ? lines.size() - max_lines : 0;
+    std::string text;
+    std::size_t n = 0;
+    for (std::size_t i = from; i < lines.size() && n < max_lines; i++, n++) {
+        if (lines[i].rfind("ninja: build stopped", 0) == 0) break;
+        text += clip(lines[i], 400) + "\n";
+    }
+    return text;
+}
+
+}  // namespace pd::grade

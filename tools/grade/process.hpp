@@ -1,0 +1,48 @@
+// Running one program under limits: a wall-clock time limit (the whole process
+// group is killed when it runs out), an address-space limit (RLIMIT_AS), no
+// core files, stdin from /dev/null, and stdout and stderr captured together in
+// the order they were written.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pd::grade {
+
+struct RunSpec {
+    std::vector<std::string> argv;              // argv[0] is looked up on PATH when it has no '/'
+    std::string cwd;                            // empty: the grader's own
+    std::map<std::string, std::string> env;     // set (or replaced) on top of the grader's environment
+    double timeout_s = 0;                       // 0: no time limit
+    std::size_t mem_bytes = 0;                  // RLIMIT_AS; 0: no limit
+    std::size_t file_bytes = 0;                 // RLIMIT_FSIZE; 0: no limit
+    std::size_t keep_bytes = 256 * 1024;        // output kept: the first and the last keep_bytes / 2
+};
+
+struct RunResult {
+    bool started = false;        // false: the program could not be started (see error)
+    std::string error;           // why it could not be started
+    int exit_code = -1;          // when it exited by itself
+    int signal = 0;              // when a signal ended it (not our time-limit kill)
+    bool timed_out = false;      // it ran past timeout_s and was killed
+    double seconds = 0;
+    std::string output;          // stdout + stderr, with the middle cut out when it was long
+    std::size_t output_bytes = 0;  // everything it wrote, kept or not
+
+    bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
+    // "exit status 1", "killed by signal 11 (SIGSEGV, Segmentation fault)", "timed out after 10 s", ...
+    std::string describe() const;
+};
+
+RunResult run_process(const RunSpec& spec);
+
+// On SIGINT, SIGTERM or SIGHUP, kill the process group run_process() is
+// waiting for, then die of the same signal: no student program outlives ^C.
+void install_interrupt_handlers();
+
+// "SIGSEGV, Segmentation fault" for 11.
+std::string signal_name(int sig);
+
+}  // namespace pd::grade

@@ -1,0 +1,146 @@
+#include "rubric.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace pd::grade {
+
+double Rubric::max_points() const {
+    double s = 0;
+    for (const auto& c : checks) s += c.points;
+    return s;
+}
+
+namespace {
+
+void only_keys(const json& obj, const std::set<std::string>& allowed, const std::string& where) {
+    for (const auto& [k, v] : obj.items()) {
+        if (!allowed.count(k)) {
+            std::string list;
+            for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+            throw RubricError(fmt::format("{}: unknown key \"{}\" (known: {})", where, k, list));
+        }
+    }
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& where, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+        if (required) throw RubricError(fmt::format("{}: \"{}\" is missing", where, key));
+        return "";
+    }
+    if (!it->is_string()) throw RubricError(fmt::format("{}: \"{}\" must be a string", where, key));
+    return it->get<std::string>();
+}
+
+double get_number(const json& obj, const char* key, const std::string& where, double fallback,
+                  bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+        if (required) throw RubricError(fmt::format("{}: \"{}\" is missing", where, key));
+        return fallback;
+    }
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+        throw RubricError(fmt::format("{}: \"{}\" must be a number >= 0", where, key));
+    return it->get<double>();
+}
+
+std::vector<std::string> get_strings(const json& obj, const char* key, const std::string& where) {
+    std::vector<std::string> out;
+    auto it = obj.find(key);
+    if (it == obj.end()) return out;
+    if (!it->is_array()) throw RubricError(fmt::format("{}: \"{}\" must be a list of strings", where, key));
+    for (const auto& v : *it) {
+        if (!v.is_string())
+            throw RubricError(fmt::format("{}: \"{}\" must be a list of strings", where, key));
+        out.push_back(v.get<std::string>());
+    }
+    return out;
+}
+
+}  // namespace
+
+Rubric parse_rubric(const json& j, const std::string& origin) {
+    if (!j.is_object()) throw RubricError(origin + ": the rubric must be a JSON object");
+    only_keys(j, {"lab", "title", "checks", "comment"}, origin);
+    Rubric r;
+    r.lab = get_string(j, "lab", origin, true);
+    r.title = get_string(j, "title", origin, false);
+    auto checks = j.find("checks");
+    if (checks == j.end() || !checks->is_array() || checks->empty())
+        throw RubricError(origin + ": \"checks\" must be a non-empty list");
+
+    std::set<std::string> names;
+    int index = 0;
+    for (const auto& c : *checks) {
+        index++;
+        std::string where = fmt::format("{}: check {}", origin, index);
+        if (!c.is_object()) throw RubricError(where + ": must be an object");
+        Check k;
+        k.name = get_string(c, "name", where, true);
+        where = fmt::format("{}: check {} (\"{}\")", origin, index, k.name);
+        if (k.name.empty()) throw RubricError(where + ": \"name\" must not be empty");
+        for (char ch : k.name)
+            if (ch == ',' || ch == '"' || ch == '\n' || ch == '\r')
+                throw RubricError(where + ": \"name\" is a gradebook column: no commas, quotes or newlines");
+        if (!names.insert(k.name).second) throw RubricError(where + ": two checks have this name");
+        if (k.name == "student" || k.name == "total" || k.name == "max" || k.name == "status" ||
+            k.name == "seed")
+            throw RubricError(where + ": this name is taken by a gradebook column");
+        k.kind = get_string(c, "kind", where, true);
+        k.description = get_string(c, "description", where, false);
+        k.points = get_number(c, "points", where, 0, true);
+        k.timeout_s = get_number(c, "timeout", where, 0, false);
+        if (k.kind == "test") {
+            only_keys(c, {"name", "kind", "description", "points", "timeout", "test_case", "comment"}, where);
+            k.test_case = get_string(c, "test_case", where, true);
+            if (k.test_case.empty()) throw RubricError(where + ": \"test_case\" must not be empty");
+        } else if (k.kind == "output") {
+            only_keys(c, {"name", "kind", "description", "points", "timeout", "args", "compare", "comment"},
+                      where);
+            k.args = get_strings(c, "args", where);
+            for (const auto& a : k.args)
+                if (a == "--json" || a.rfind("--json=", 0) == 0)
+                    throw RubricError(where + ": leave --json out of \"args\"; the grader adds it");
+            auto cmp = c.find("compare");
+            if (cmp == c.end() || !cmp->is_object())
+                throw RubricError(where + ": \"compare\" is missing (an object with \"fields\")");
+            std::string cw = where + ": compare";
+            only_keys(*cmp, {"fields", "float_rtol", "float_atol", "ignore"}, cw);
+            k.compare.fields = get_strings(*cmp, "fields", cw);
+            if (cmp->find("fields") == cmp->end())
+                throw RubricError(cw + ": \"fields\" is missing: name the JSON fields that must match "
+                                       "(an empty list compares the whole document except timing keys)");
+            k.compare.float_rtol = get_number(*cmp, "float_rtol", cw, 0, false);
+            k.compare.float_atol = get_number(*cmp, "float_atol", cw, 0, false);
+            if (cmp->find("ignore") != cmp->end()) {
+                auto ig = get_strings(*cmp, "ignore", cw);
+                k.compare.ignore = std::set<std::string>(ig.begin(), ig.end());
+            }
+        } else {
+            throw RubricError(where + ": \"kind\" must be \"test\" or \"output\", got \"" + k.kind + "\"");
+        }
+        r.checks.push_back(std::move(k));
+    }
+    return r;
+}
+
+Rubric load_rubric(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw RubricError(path + ": cannot read it");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    json j;
+    try {
+        j = json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+        throw RubricError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+    }
+    return parse_rubric(j, path);
+}
+
+}  // namespace pd::grade

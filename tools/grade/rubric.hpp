@@ -1,0 +1,45 @@
+// A lab's rubric: solutions/<track>/<NN-name>/rubric.json. Each check is worth
+// its points, all or nothing:
+//   "test"   runs the lab's doctest binary with --test-case=<test_case>; passes
+//            when at least one test case ran and none failed
+//   "output" runs the lab program with <args> --json FILE, built once with the
+//            student's code and once with the reference solution, and compares
+//            the JSON fields named in compare.fields
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+
+namespace pd::grade {
+
+struct RubricError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Check {
+    std::string name;         // the gradebook column
+    std::string kind;         // "test" or "output"
+    std::string description;  // optional, shown in reports
+    double points = 0;
+    double timeout_s = 0;     // optional; 0: the grader's --timeout
+    std::string test_case;    // kind "test": a doctest filter ("lab03.kv_cache.*", commas for several)
+    std::vector<std::string> args;  // kind "output": the program's arguments; "{seed}" is replaced
+    CompareSpec compare;      // kind "output"
+};
+
+struct Rubric {
+    std::string lab;          // "03"
+    std::string title;        // optional
+    std::vector<Check> checks;
+    double max_points() const;
+};
+
+// Parses and checks a rubric; throws RubricError with a message that says what
+// to fix, naming `origin` (the file).
+Rubric parse_rubric(const json& j, const std::string& origin);
+Rubric load_rubric(const std::string& path);
+
+}  // namespace pd::grade
