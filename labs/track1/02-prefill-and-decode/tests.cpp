@@ -11,30 +11,10 @@
 #include "generate.hpp"
 #include "model_source.hpp"
 
-#include "todo_exercise.hpp"  // pd::lab::NotImplemented
-
-// A starter function that still throws NotImplemented fails the test with its hint.
-REGISTER_EXCEPTION_TRANSLATOR(const pd::lab::NotImplemented& e) {
-    return doctest::String(fmt::format("{}() is not implemented yet; hint: {}", e.function, e.hint).c_str());
-}
-
-namespace {
-
-// Calls the exercise once up front: if it is not implemented yet, the test case
-// stops here with one message instead of one per check.
-template <class F>
-void needs(F&& f) {
-    try {
-        f();
-    } catch (const pd::lab::NotImplemented& e) {
-        FAIL(fmt::format("{}() is not implemented yet (exercise.cpp); hint: {}", e.function, e.hint));
-    } catch (...) {
-    }
-}
-
-}  // namespace
+#include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs()
 
 using namespace pd;
+using pd::lab::needs;
 using namespace pd::test;
 namespace ex = pd::lab02;
 
