@@ -148,21 +148,28 @@ std::size_t Checkpoint::file_bytes() const {
     return n;
 }
 
+// Tensor data need not be aligned (the header length is arbitrary), so every
+// element is read with memcpy, which compiles to an unaligned load.
+template <typename T>
+static T load_at(const std::byte* base, std::size_t i) {
+    T v;
+    std::memcpy(&v, base + i * sizeof(T), sizeof(T));
+    return v;
+}
+
 template <typename Out, typename Convert>
 static void convert_each(const TensorView& t, Out* out, Convert convert) {
-    std::size_t n = t.numel();
+    const std::size_t n = t.numel();
+    const std::byte* in = t.data;
     if (t.dtype == "F32") {
-        const float* in = reinterpret_cast<const float*>(t.data);
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) out[i] = convert(in[i]);
+        for (std::size_t i = 0; i < n; i++) out[i] = convert(load_at<float>(in, i));
     } else if (t.dtype == "BF16") {
-        const bf16* in = reinterpret_cast<const bf16*>(t.data);
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) out[i] = convert(bf16_to_f32(in[i]));
+        for (std::size_t i = 0; i < n; i++) out[i] = convert(bf16_to_f32(load_at<bf16>(in, i)));
     } else if (t.dtype == "F16") {
-        const std::uint16_t* in = reinterpret_cast<const std::uint16_t*>(t.data);
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) out[i] = convert(f16_to_f32(in[i]));
+        for (std::size_t i = 0; i < n; i++) out[i] = convert(f16_to_f32(load_at<std::uint16_t>(in, i)));
     } else {
         fail("{}: tensor {} has dtype {}; the kit reads F32, F16 and BF16 checkpoints only",
              t.file, t.name, t.dtype);
