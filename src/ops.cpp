@@ -4,9 +4,21 @@
 
 namespace pd {
 
+// Rows run in parallel only when there are several. A plain branch rather than
+// an OpenMP `if` clause: libgomp allocates a one-thread team for every region
+// an `if` serialises, and decode (M = 1) must not allocate.
+template <typename Row>
+static void for_rows(int M, Row row) {
+    if (M > 1) {
+#pragma omp parallel for schedule(static)
+        for (int m = 0; m < M; m++) row(m);
+    } else if (M == 1) {
+        row(0);
+    }
+}
+
 void rmsnorm(float* out, const float* x, const float* w, int M, int D, float eps) {
-#pragma omp parallel for schedule(static) if (M > 1)
-    for (int m = 0; m < M; m++) {
+    for_rows(M, [&](int m) {
         const float* xr = x + long(m) * D;
         float* o = out + long(m) * D;
         float ss = 0.0f;
@@ -15,12 +27,11 @@ void rmsnorm(float* out, const float* x, const float* w, int M, int D, float eps
         float scale = 1.0f / std::sqrt(ss / D + eps);
 #pragma omp simd
         for (int i = 0; i < D; i++) o[i] = w[i] * (xr[i] * scale);
-    }
+    });
 }
 
 void layernorm(float* out, const float* x, const float* w, const float* b, int M, int D, float eps) {
-#pragma omp parallel for schedule(static) if (M > 1)
-    for (int m = 0; m < M; m++) {
+    for_rows(M, [&](int m) {
         const float* xr = x + long(m) * D;
         float* o = out + long(m) * D;
         float sum = 0.0f;
@@ -33,12 +44,12 @@ void layernorm(float* out, const float* x, const float* w, const float* b, int M
         float scale = 1.0f / std::sqrt(var / D + eps);
 #pragma omp simd
         for (int i = 0; i < D; i++) o[i] = (xr[i] - mean) * scale * w[i] + b[i];
-    }
+    });
 }
 
 void gelu_tanh(float* x, long n) {
     const float k = std::sqrt(2.0f / float(M_PI));
-#pragma omp parallel for simd schedule(static) if (n > 4096)
+#pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) {
         float v = x[i];
         x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
@@ -46,14 +57,13 @@ void gelu_tanh(float* x, long n) {
 }
 
 void swiglu(float* out, const float* gate_up, int M, int F) {
-#pragma omp parallel for schedule(static) if (long(M) * F > 4096)
-    for (int m = 0; m < M; m++) {
+    for_rows(M, [&](int m) {
         const float* g = gate_up + long(m) * 2 * F;
         const float* u = g + F;
         float* o = out + long(m) * F;
 #pragma omp simd
         for (int i = 0; i < F; i++) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-    }
+    });
 }
 
 void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float theta) {
@@ -71,8 +81,7 @@ void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float t
 void rope(float* x, int M, int stride, int n_heads, int D, const int* pos, const float* cos_table,
           const float* sin_table) {
     int half = D / 2;
-#pragma omp parallel for collapse(2) schedule(static) if (M > 1)
-    for (int m = 0; m < M; m++)
+    for_rows(M, [&](int m) {
         for (int h = 0; h < n_heads; h++) {
             float* v = x + long(m) * stride + long(h) * D;
             const float* c = cos_table + long(pos[m]) * half;
@@ -84,6 +93,7 @@ void rope(float* x, int M, int stride, int n_heads, int D, const int* pos, const
                 v[i + half] = b * c[i] + a * s[i];
             }
         }
+    });
 }
 
 void softmax(float* x, int n) {
@@ -100,8 +110,13 @@ void softmax(float* x, int n) {
 }
 
 void add_inplace(float* y, const float* x, long n) {
-#pragma omp parallel for simd schedule(static) if (n > 16384)
-    for (long i = 0; i < n; i++) y[i] += x[i];
+    if (n > 16384) {
+#pragma omp parallel for simd schedule(static)
+        for (long i = 0; i < n; i++) y[i] += x[i];
+    } else {
+#pragma omp simd
+        for (long i = 0; i < n; i++) y[i] += x[i];
+    }
 }
 
 }  // namespace pd
