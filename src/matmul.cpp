@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <mutex>
 #include <unordered_map>
@@ -117,12 +118,14 @@ static std::shared_ptr<PackedWeights> pack(const Linear& L, const float* w_out_i
     return p;
 }
 
+static void reserve_bf16_split(int in);
+
 // Storage for the row-major weights the decode kernel streams, advised onto
 // transparent huge pages before anything touches it (this machine's THP mode
-// is "madvise": only advised memory gets them). With 2 MiB pages a weight
-// matrix is a few TLB entries instead of thousands, and the page walks every
-// 4 KiB vanish from the stream. PDLAB_HUGEPAGES=0 turns it off, to measure
-// what it buys.
+// is "madvise": only advised memory gets them). Measured on the reference
+// machine in its fast-DRAM phase: the same AVX-512 read loop streams 60-61 GB/s
+// from a huge-page buffer but 36-37 GB/s from 4 KiB pages, and decode was
+// stuck at that 37 GB/s. PDLAB_HUGEPAGES=0 turns it off, to see the difference.
 template <typename T>
 static std::vector<T> huge_page_vector(std::size_t n) {
     static const bool enabled = [] {
@@ -135,6 +138,7 @@ static std::vector<T> huge_page_vector(std::size_t n) {
     auto a = (reinterpret_cast<std::uintptr_t>(v.data()) + huge - 1) & ~(huge - 1);
     auto b = (reinterpret_cast<std::uintptr_t>(v.data() + n)) & ~(huge - 1);
     if (enabled && b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_HUGEPAGE);
+    v.resize(n);  // first touch, after the advice
     return v;
 }
 
@@ -146,17 +150,14 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
     L.precision = precision;
     L.bias = std::move(bias);
     L.packed = pack(L, w.data());
-    const std::size_t n = w.size();
     if (precision == Precision::bf16) {
-        L.w16 = huge_page_vector<bf16>(n);
-        L.w16.resize(n);
+        reserve_bf16_split(in);  // decode's scratch, sized now rather than in the decode loop
+        L.w16 = huge_page_vector<bf16>(w.size());
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) L.w16[i] = f32_to_bf16(w[i]);
+        for (std::size_t i = 0; i < w.size(); i++) L.w16[i] = f32_to_bf16(w[i]);
     } else {
-        L.w = huge_page_vector<float>(n);
-        L.w.resize(n);
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) L.w[i] = w[i];
+        L.w = huge_page_vector<float>(w.size());  // a copy: the loader's vector has 4 KiB pages
+        std::memcpy(L.w.data(), w.data(), w.size() * sizeof(float));
     }
     return L;
 }
@@ -297,6 +298,116 @@ inline void tile4x4(const W* w, int K, const float* x, float* y, int ldy, const 
 }
 #endif
 
+#if defined(__AVX512BF16__)
+// bf16 weights with AVX512_BF16: vdpbf16ps multiplies 32 bf16 pairs and adds
+// them into 16 f32 lanes, so the weights need no widening at all. x (f32) is
+// split once per call into x_hi = bf16(x) and x_lo = bf16(x - x_hi); w . x is
+// then w . x_hi + w . x_lo, within about 2^-16 of the f32 product (the
+// widen-and-FMA path was compute-bound at ~55% of the bandwidth floor).
+// xh, xl: MB rows of Kp bf16 (K rounded up to 32, zero-padded).
+template <int MB, int U>
+inline void row_times_x_bf16(const bf16* w, int K, const bf16* xh, const bf16* xl, int Kp, float* y,
+                             int ldy, float b) {
+    __m512 ah[MB * U], al[MB * U];
+    for (int i = 0; i < MB * U; i++) ah[i] = al[i] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 32 * U <= K; k += 32 * U) {
+        __m512bh wv[U];
+        for (int u = 0; u < U; u++) wv[u] = (__m512bh)_mm512_loadu_si512(w + k + 32 * u);
+        for (int j = 0; j < MB; j++)
+            for (int u = 0; u < U; u++) {
+                const std::size_t o = std::size_t(j) * Kp + k + 32 * u;
+                ah[j * U + u] = _mm512_dpbf16_ps(ah[j * U + u], wv[u], (__m512bh)_mm512_load_si512(xh + o));
+                al[j * U + u] = _mm512_dpbf16_ps(al[j * U + u], wv[u], (__m512bh)_mm512_load_si512(xl + o));
+            }
+    }
+    for (; k < K; k += 32) {  // the rest, the last 32-column chunk masked
+        const int left = K - k;
+        const __mmask32 m = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+        __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, w + k);
+        for (int j = 0; j < MB; j++) {
+            const std::size_t o = std::size_t(j) * Kp + k;
+            ah[j * U] = _mm512_dpbf16_ps(ah[j * U], wv, (__m512bh)_mm512_load_si512(xh + o));
+            al[j * U] = _mm512_dpbf16_ps(al[j * U], wv, (__m512bh)_mm512_load_si512(xl + o));
+        }
+    }
+    for (int j = 0; j < MB; j++) {
+        __m512 s = _mm512_add_ps(ah[j * U], al[j * U]);
+        for (int u = 1; u < U; u++) s = _mm512_add_ps(s, _mm512_add_ps(ah[j * U + u], al[j * U + u]));
+        y[std::size_t(j) * ldy] = _mm512_reduce_add_ps(s) + b;
+    }
+}
+
+// Rows [a, b) of W (bf16) times M rows of x already split into xh/xl.
+inline void small_m_rows_bf16(const bf16* w, int K, int N, const bf16* xh, const bf16* xl, int Kp, int M,
+                              float* y, const float* bias, int a, int b) {
+    for (int n = a; n < b; n++) {
+        const bf16* wr = w + std::size_t(n) * K;
+        const float bn = bias ? bias[n] : 0.0f;
+        int m = 0;
+        for (; m + 8 <= M; m += 8)
+            row_times_x_bf16<8, 1>(wr, K, xh + std::size_t(m) * Kp, xl + std::size_t(m) * Kp, Kp,
+                                   y + std::size_t(m) * N + n, N, bn);
+        const bf16 *h = xh + std::size_t(m) * Kp, *l = xl + std::size_t(m) * Kp;
+        float* ym = y + std::size_t(m) * N + n;
+        switch (M - m) {
+            case 7: row_times_x_bf16<7, 1>(wr, K, h, l, Kp, ym, N, bn); break;
+            case 6: row_times_x_bf16<6, 1>(wr, K, h, l, Kp, ym, N, bn); break;
+            case 5: row_times_x_bf16<5, 1>(wr, K, h, l, Kp, ym, N, bn); break;
+            case 4: row_times_x_bf16<4, 1>(wr, K, h, l, Kp, ym, N, bn); break;
+            case 3: row_times_x_bf16<3, 1>(wr, K, h, l, Kp, ym, N, bn); break;
+            case 2: row_times_x_bf16<2, 2>(wr, K, h, l, Kp, ym, N, bn); break;
+            case 1: row_times_x_bf16<1, 4>(wr, K, h, l, Kp, ym, N, bn); break;
+            default: break;
+        }
+    }
+}
+
+// The split x of the calling thread: grows to the largest M x K seen (in the
+// first decode steps, or earlier through reserve_bf16_split from make_linear),
+// then is reused: the decode loop allocates nothing.
+struct Bf16Split {
+    std::vector<bf16, std::allocator<bf16>> buf;
+    bf16* hi = nullptr;
+    bf16* lo = nullptr;
+    void reserve(std::size_t elems) {  // elems: M * Kp
+        if (buf.size() >= 2 * elems + 32) return;
+        buf.resize(2 * elems + 32);
+    }
+    void place(std::size_t elems) {
+        auto p = (reinterpret_cast<std::uintptr_t>(buf.data()) + 63) & ~std::uintptr_t(63);
+        hi = reinterpret_cast<bf16*>(p);
+        lo = hi + elems;
+    }
+};
+Bf16Split& bf16_split() {
+    thread_local Bf16Split s;
+    return s;
+}
+
+void split_x_bf16(const float* x, int M, int K, int Kp, bf16* hi, bf16* lo) {
+    for (int j = 0; j < M; j++) {
+        const float* xr = x + std::size_t(j) * K;
+        bf16* h = hi + std::size_t(j) * Kp;
+        bf16* l = lo + std::size_t(j) * Kp;
+        for (int k = 0; k < Kp; k += 32) {
+            const int left = K - k;
+            const __mmask16 m0 = left >= 16 ? 0xFFFF : left > 0 ? __mmask16((1u << left) - 1) : 0;
+            const __mmask16 m1 = left >= 32 ? 0xFFFF : left > 16 ? __mmask16((1u << (left - 16)) - 1) : 0;
+            __m512 a = _mm512_maskz_loadu_ps(m0, xr + k), b = _mm512_maskz_loadu_ps(m1, xr + k + 16);
+            __m512bh hb = _mm512_cvtne2ps_pbh(b, a);  // 32 bf16, in order
+            // Back to f32 (exact): the even/odd halves of hb, widened by a 16-bit shift.
+            __m512i hi_i = (__m512i)hb;
+            __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi_i)), 16));
+            __m512 hb2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi_i, 1)), 16));
+            __m512bh lb = _mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb2), _mm512_sub_ps(a, ha));
+            _mm512_store_si512(h + k, hi_i);
+            _mm512_store_si512(l + k, (__m512i)lb);
+        }
+    }
+}
+#endif  // __AVX512BF16__
+
 #ifndef PDLAB_TILE_MIN_M
 #define PDLAB_TILE_MIN_M 8
 #endif
@@ -349,22 +460,56 @@ void small_m(const W* w, int K, int N, const float* x, int M, float* y, const fl
         small_m_rows(w, K, N, x, M, y, bias, 0, N);
         return;
     }
-    const int blocks = (N + 3) / 4;  // shares in whole 4-row blocks, for the tiles
-#pragma omp parallel
-    {
-        const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        const int a = std::min(N, int(std::int64_t(blocks) * t / T) * 4);
-        const int b = std::min(N, int(std::int64_t(blocks) * (t + 1) / T) * 4);
-        small_m_rows(w, K, N, x, M, y, bias, a, b);
-    }
+    // Chunks of whole 4-row blocks, 8 per thread, handed out in order as the
+    // threads get free: each chunk is one long sequential stream, and a core
+    // that gets less DRAM bandwidth than the other does less of the matrix
+    // (a static half each left one thread waiting at the end of most calls).
+    const int chunk = std::max(4, (N / (8 * omp_get_max_threads()) + 3) / 4 * 4);
+    const int nchunks = (N + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < nchunks; c++) small_m_rows(w, K, N, x, M, y, bias, c * chunk, std::min(N, (c + 1) * chunk));
 }
 
 }  // namespace
 
+static void reserve_bf16_split([[maybe_unused]] int in) {
+#if defined(__AVX512BF16__)
+    bf16_split().reserve(std::size_t(kSmallM) * ((in + 31) / 32 * 32));
+#endif
+}
+
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
     const float* bias = L.bias.empty() ? nullptr : L.bias.data();
-    if (L.precision == Precision::bf16) small_m(L.w16.data(), L.in, L.out, x, M, y, bias);
-    else small_m(L.w.data(), L.in, L.out, x, M, y, bias);
+    if (L.precision == Precision::bf16) {
+#if defined(__AVX512BF16__)
+        if (M >= kTileMinM) {  // compute-bound: the widening 4x4 tiles do fewer loads per FMA
+            small_m(L.w16.data(), L.in, L.out, x, M, y, bias);
+            return;
+        }
+        const int K = L.in, N = L.out, Kp = (K + 31) / 32 * 32;
+        const std::size_t elems = std::size_t(M) * Kp;
+        Bf16Split& sp = bf16_split();
+        sp.reserve(std::size_t(kSmallM) * Kp);  // once per thread and largest K
+        sp.place(elems);
+        split_x_bf16(x, M, K, Kp, sp.hi, sp.lo);
+        const bf16* w = L.w16.data();
+        if (std::size_t(N) * K * sizeof(bf16) < (std::size_t(256) << 10) || omp_get_max_threads() == 1) {
+            small_m_rows_bf16(w, K, N, sp.hi, sp.lo, Kp, M, y, bias, 0, N);
+            return;
+        }
+        const bf16 *hi = sp.hi, *lo = sp.lo;
+        const int chunk = std::max(4, N / (8 * omp_get_max_threads()));  // as in small_m()
+        const int nchunks = (N + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int c = 0; c < nchunks; c++)
+            small_m_rows_bf16(w, K, N, hi, lo, Kp, M, y, bias, c * chunk, std::min(N, (c + 1) * chunk));
+        return;
+#else
+        small_m(L.w16.data(), L.in, L.out, x, M, y, bias);
+        return;
+#endif
+    }
+    small_m(L.w.data(), L.in, L.out, x, M, y, bias);
 }
 
 void linear_forward(const Linear& L, const float* x, int M, float* y) {
