@@ -1,4 +1,5 @@
 #include "attention.hpp"
+#include "simd.hpp"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the
 // cvt/unpack/permute intrinsics, GCC bug 105593, fixed in 13): not our code.
@@ -83,23 +84,6 @@ inline __m512 exp512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-// Lane l of the result is the sum of the 16 lanes of v[l].
-inline __m512 reduce16(__m512 v[16]) {
-    __m512 w[8], x[4], y[2];
-    for (int k = 0; k < 8; k++)
-        w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
-                             _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
-    for (int k = 0; k < 4; k++) {
-        __m512d a = _mm512_castps_pd(w[2 * k]), b = _mm512_castps_pd(w[2 * k + 1]);
-        x[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-    }
-    // x[k]: in each 128-bit lane L, the lane-L partial sums of v[4k .. 4k+3].
-    for (int k = 0; k < 2; k++)
-        y[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0x88),   // lanes 0,2 | 0,2
-                             _mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0xDD));  // lanes 1,3 | 1,3
-    return _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x88), _mm512_shuffle_f32x4(y[0], y[1], 0xDD));
-}
 
 // Mask of the valid lanes in 16-float chunk c of a D-float row (DC chunks).
 inline __mmask16 chunk_mask(int c, int D) {
@@ -144,7 +128,7 @@ void decode_group(float* out, const float* q, const float* K, const float* V, in
                             acc[t] = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(cm[c], k + 16 * c), acc[t]);
                     }
                 }
-                __m512 sv = _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale));
+                __m512 sv = _mm512_mul_ps(simd::reduce16(acc), _mm512_set1_ps(scale));
                 if (nk < 16)
                     sv = _mm512_mask_blend_ps(__mmask16((1u << nk) - 1),
                                               _mm512_set1_ps(-std::numeric_limits<float>::infinity()), sv);

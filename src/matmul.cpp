@@ -1,4 +1,5 @@
 #include "matmul.hpp"
+#include "simd.hpp"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the
 // cvt/unpack/permute intrinsics, GCC bug 105593, fixed in 13): not our code.
@@ -199,22 +200,6 @@ inline __m512 load16(const bf16* p, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-// Lane l of the result is the sum of the 16 lanes of v[l].
-inline __m512 reduce16(__m512 v[16]) {
-    __m512 w[8], x[4], y[2];
-    for (int k = 0; k < 8; k++)
-        w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
-                             _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
-    for (int k = 0; k < 4; k++) {
-        __m512d a = _mm512_castps_pd(w[2 * k]), b = _mm512_castps_pd(w[2 * k + 1]);
-        x[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-    }
-    for (int k = 0; k < 2; k++)
-        y[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0x88),
-                             _mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0xDD));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x88), _mm512_shuffle_f32x4(y[0], y[1], 0xDD));
-}
 
 // One weight row (length K) times MB rows of x, with U accumulators per x row
 // (K unrolled U times) so that even MB = 1 keeps 4 FMA chains in flight.
@@ -274,7 +259,7 @@ inline void tile4x4(const W* w, int K, const float* x, float* y, int ldy, const 
         }
     }
     alignas(64) float sums[16];  // lane r*4 + j: (weight row r, x row j)
-    _mm512_store_ps(sums, reduce16(acc));
+    _mm512_store_ps(sums, simd::reduce16(acc));
     for (int j = 0; j < 4; j++)
         for (int r = 0; r < 4; r++) y[std::size_t(j) * ldy + r] = sums[r * 4 + j] + (bias ? bias[r] : 0.0f);
 }
