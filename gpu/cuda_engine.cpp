@@ -261,7 +261,7 @@ private:
     // f32 weights with a tied head: the head is the embedding, keep one copy.
     bool head_shares_embedding() const {
         const Weights& w = model_->w;
-        return w.head.precision == Precision::f32 && w.head.bias.empty() && w.head.w == w.tok_emb;
+        return model_->config.tied_head && w.head.precision == Precision::f32 && w.head.bias.empty();
     }
 
     gpu::DeviceLinear upload(const Linear& L) {
@@ -270,12 +270,15 @@ private:
         d.out = L.out;
         d.bf16 = L.precision == Precision::bf16;
         const std::size_t n = std::size_t(L.in) * L.out;
+        // The CPU keeps the decode copy in column panels; cuBLAS takes row-major.
         if (d.bf16) {
-            PD_GPU_REQUIRE(L.w16.size() == n);
-            d.w = arena_.upload(L.w16);
+            const std::vector<bf16> rows = linear_rows_bf16(L);
+            PD_GPU_REQUIRE(rows.size() == n);
+            d.w = arena_.upload(rows);
         } else {
-            PD_GPU_REQUIRE(L.w.size() == n);
-            d.w = arena_.upload(L.w);
+            const std::vector<float> rows = linear_rows_f32(L);
+            PD_GPU_REQUIRE(rows.size() == n);
+            d.w = arena_.upload(rows);
         }
         if (!L.bias.empty()) {
             PD_GPU_REQUIRE(L.bias.size() == std::size_t(L.out));

@@ -1,5 +1,4 @@
 #include "matmul.hpp"
-#include "simd.hpp"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the
 // cvt/unpack/permute intrinsics, GCC bug 105593, fixed in 13): not our code.
@@ -121,26 +120,55 @@ static std::shared_ptr<PackedWeights> pack(const Linear& L, const float* w_out_i
 
 static void reserve_bf16_split(int in);
 
-// Storage for the row-major weights the decode kernel streams, advised onto
-// transparent huge pages before anything touches it (this machine's THP mode
-// is "madvise": only advised memory gets them). Measured on the reference
-// machine in its fast-DRAM phase: the same AVX-512 read loop streams 60-61 GB/s
-// from a huge-page buffer but 36-37 GB/s from 4 KiB pages, and decode was
-// stuck at that 37 GB/s. PDLAB_HUGEPAGES=0 turns it off, to see the difference.
+// Weights the decode kernel streams live on transparent huge pages: this
+// machine's THP mode is "madvise", so only advised memory gets them. Measured
+// on the reference machine in its fast-DRAM phase: the same AVX-512 read loop
+// streams 60-61 GB/s from a huge-page buffer but 36-37 GB/s from 4 KiB pages.
+// The buffer is mmap'd directly (not malloc'd: below glibc's sliding mmap
+// threshold a vector comes from the heap, already touched in 4 KiB pages) and
+// advised before first touch. PDLAB_HUGEPAGES=0 turns the advice off.
 template <typename T>
-static std::vector<T> huge_page_vector(std::size_t n) {
+T* HugePageAllocator<T>::allocate(std::size_t n) {
     static const bool enabled = [] {
         const char* e = std::getenv("PDLAB_HUGEPAGES");
         return !(e && std::string(e) == "0");
     }();
-    std::vector<T> v;
-    v.reserve(n);
-    constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-    auto a = (reinterpret_cast<std::uintptr_t>(v.data()) + huge - 1) & ~(huge - 1);
-    auto b = (reinterpret_cast<std::uintptr_t>(v.data() + n)) & ~(huge - 1);
-    if (enabled && b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_HUGEPAGE);
-    v.resize(n);  // first touch, after the advice
-    return v;
+    const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (enabled) ::madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+}
+template <typename T>
+void HugePageAllocator<T>::deallocate(T* p, std::size_t n) {
+    ::munmap(p, std::max<std::size_t>(n * sizeof(T), 1));
+}
+template struct HugePageAllocator<float>;
+template struct HugePageAllocator<bf16>;
+
+// Row-major (out, in) -> panels (see Linear::panels). Pairs of k for bf16.
+static void fill_panels(Linear& L, const float* w) {
+    const int K = L.in, N = L.out, P = L.n_panels();
+    if (L.precision == Precision::f32) {
+        L.panels.resize(std::size_t(P) * K * kPanel);  // zero: the last panel's padding
+#pragma omp parallel for schedule(static)
+        for (int p = 0; p < P; p++)
+            for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
+                const float* row = w + std::size_t(p * kPanel + c) * K;
+                float* dst = L.panels.data() + std::size_t(p) * K * kPanel + c;
+                for (int k = 0; k < K; k++) dst[std::size_t(k) * kPanel] = row[k];
+            }
+    } else {
+        const int Kh = (K + 1) / 2;
+        L.panels16.resize(std::size_t(P) * Kh * kPanel * 2);
+#pragma omp parallel for schedule(static)
+        for (int p = 0; p < P; p++)
+            for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
+                const float* row = w + std::size_t(p * kPanel + c) * K;
+                bf16* dst = L.panels16.data() + std::size_t(p) * Kh * kPanel * 2 + 2 * c;
+                for (int k = 0; k < K; k++) dst[std::size_t(k / 2) * kPanel * 2 + (k & 1)] = f32_to_bf16(row[k]);
+            }
+    }
 }
 
 Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int out,
@@ -151,208 +179,146 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
     L.precision = precision;
     L.bias = std::move(bias);
     L.packed = pack(L, w.data());
-    if (precision == Precision::bf16) {
-        reserve_bf16_split(in);  // decode's scratch, sized now rather than in the decode loop
-        L.w16 = huge_page_vector<bf16>(w.size());
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < w.size(); i++) L.w16[i] = f32_to_bf16(w[i]);
-    } else {
-        L.w = huge_page_vector<float>(w.size());  // a copy: the loader's vector has 4 KiB pages
-        std::memcpy(L.w.data(), w.data(), w.size() * sizeof(float));
-    }
+    if (precision == Precision::bf16) reserve_bf16_split(in);  // decode's scratch, sized now
+    fill_panels(L, w.data());
     return L;
 }
 
+std::vector<float> linear_rows_f32(const Linear& L) {
+    if (L.precision != Precision::f32) fail("linear_rows_f32 on a {} Linear", precision_name(L.precision));
+    std::vector<float> w(std::size_t(L.out) * L.in);
+    for (int n = 0; n < L.out; n++)
+        for (int k = 0; k < L.in; k++)
+            w[std::size_t(n) * L.in + k] = L.panels[(std::size_t(n / kPanel) * L.in + k) * kPanel + n % kPanel];
+    return w;
+}
+
+std::vector<bf16> linear_rows_bf16(const Linear& L) {
+    if (L.precision != Precision::bf16) fail("linear_rows_bf16 on a {} Linear", precision_name(L.precision));
+    const int Kh = (L.in + 1) / 2;
+    std::vector<bf16> w(std::size_t(L.out) * L.in);
+    for (int n = 0; n < L.out; n++)
+        for (int k = 0; k < L.in; k++)
+            w[std::size_t(n) * L.in + k] =
+                L.panels16[((std::size_t(n / kPanel) * Kh + k / 2) * kPanel + n % kPanel) * 2 + (k & 1)];
+    return w;
+}
+
 std::string linear_impl_name(const Linear& L, int M) {
-    if (M <= kSmallM) return "pdlab small-M kernel";
+    if (M <= kSmallM) return "pdlab small-M panel kernel";
     return L.packed->get(L, M).impl;
 }
 
 // --- small-M kernel (decode) --------------------------------------------------
 //
-// Decode multiplies a few rows of x (M <= 16) by every weight matrix: each
-// weight is used M times, so at small M the kernel's speed is the rate at
-// which it streams weights from DRAM. The threads split the output rows into
-// one contiguous range each (one OpenMP region per call, the split computed
-// from the thread number), and each thread walks its range one weight row
-// after the other: its share of the matrix is read as ONE sequential stream,
-// which the hardware prefetchers follow from start to end. (Reading 4 or 8
-// rows side by side -- 4 or 8 streams of 3 KiB each for K = 768 -- was 20%
-// slower: every short stream has to be detected by the prefetcher anew.)
-// Within a row, M = 1 keeps 4 independent accumulators (K unrolled 4 times).
+// Decode multiplies a few rows of x (M <= 16) by every weight matrix. At M = 1
+// each weight is used once, so the kernel's speed is the rate at which it
+// streams weights from DRAM; at M = 16 each weight feeds 16 multiply-adds and
+// the product is compute-bound (the ridge is near M = 8 to 13 on a 2-core
+// Zen 4; see pdlab roofline).
 //
-// From M = kTileMinM rows of x on, the product is compute-bound rather than
-// memory-bound (the ridge is near M = 8 to 13 on a 2-core Zen 4; see pdlab
-// roofline), and a register tile of 4 weight rows x 4 rows of x -- 8 loads for
-// 16 FMAs, the 16 sums reduced together -- does fewer loads per FMA.
+// One layout serves both: column panels of 32 outputs, k-major (Linear::panels).
+// For each k the kernel loads the panel's 32 weights (two vectors) and, for
+// each of up to 8 rows of x, broadcasts x[m][k] and does two FMAs into that
+// row's 32 running sums. So:
+//  - a panel is one contiguous run of K * 128 bytes, read front to back: the
+//    hardware prefetchers follow it (the threads take runs of whole panels);
+//  - the sums need no horizontal reduction at the end (one lane per output);
+//  - at M = 8 there are 16 accumulators and 2 loads + 8 broadcasts per 16 FMAs,
+//    near the FMA unit's rate; M = 16 reads each panel twice, from L2.
+// At M = 1, 2 and 3 the k loop is split into U interleaved partial sums, so
+// that 8 or more FMA chains are in flight despite the few rows.
+//
+// Measured on the reference machine (2 threads, shapes of bench-llama-125m,
+// same run): at M = 1 f32 this layout streamed 48-53 GB/s where the previous
+// row-by-row kernel (each weight row dotted with x, then reduced) streamed
+// 41; at M = 16 it ran 186-190 GFLOP/s against 74.
 
 namespace {
 
 #if defined(__AVX512F__)
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const bf16* p) {
-    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-inline __m512 load16(const bf16* p, __mmask16 m) {
-    __m256i h = _mm256_maskz_loadu_epi16(m, p);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+// Stores the 32 sums of one row of y, masked to the panel's `ncols` outputs.
+inline void store_panel_row(float* y, __m512 a, __m512 b, const float* bias, int ncols) {
+    const __mmask16 m0 = ncols >= 16 ? 0xFFFF : __mmask16((1u << ncols) - 1);
+    const __mmask16 m1 = ncols >= 32 ? 0xFFFF : ncols > 16 ? __mmask16((1u << (ncols - 16)) - 1) : 0;
+    if (bias) {
+        a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(m0, bias));
+        b = _mm512_add_ps(b, _mm512_maskz_loadu_ps(m1, bias + 16));
+    }
+    _mm512_mask_storeu_ps(y, m0, a);
+    _mm512_mask_storeu_ps(y + 16, m1, b);
 }
 
-
-// One weight row (length K) times MB rows of x, with U accumulators per x row
-// (K unrolled U times) so that even MB = 1 keeps 4 FMA chains in flight.
-// y[j * ldy] = w . x_j + b for j < MB.
-template <typename W, int MB, int U>
-inline void row_times_x(const W* w, int K, const float* x, float* y, int ldy, float b) {
-    __m512 acc[MB * U];
-    for (int i = 0; i < MB * U; i++) acc[i] = _mm512_setzero_ps();
-    int k = 0;
-    for (; k + 16 * U <= K; k += 16 * U) {
-        __m512 wv[U];
-        for (int u = 0; u < U; u++) wv[u] = load16(w + k + 16 * u);
-        for (int j = 0; j < MB; j++)
-            for (int u = 0; u < U; u++)
-                acc[j * U + u] = _mm512_fmadd_ps(wv[u], load16(x + std::size_t(j) * K + k + 16 * u), acc[j * U + u]);
-    }
-    for (; k + 16 <= K; k += 16) {
-        __m512 wv = load16(w + k);
-        for (int j = 0; j < MB; j++)
-            acc[j * U] = _mm512_fmadd_ps(wv, load16(x + std::size_t(j) * K + k), acc[j * U]);
-    }
-    if (k < K) {  // the last K % 16 columns
-        __mmask16 mask = __mmask16((1u << (K - k)) - 1);
-        __m512 wv = load16(w + k, mask);
-        for (int j = 0; j < MB; j++)
-            acc[j * U] = _mm512_fmadd_ps(wv, load16(x + std::size_t(j) * K + k, mask), acc[j * U]);
-    }
-    for (int j = 0; j < MB; j++) {
-        __m512 s = acc[j * U];
-        for (int u = 1; u < U; u++) s = _mm512_add_ps(s, acc[j * U + u]);
-        y[std::size_t(j) * ldy] = _mm512_reduce_add_ps(s) + b;
+// Adds the U partial sums of each of the MB rows and stores them.
+template <int MB, int U>
+inline void store_panel_sums(__m512 (&acc)[U][MB][2], float* y, int ldy, const float* bias, int ncols) {
+    for (int m = 0; m < MB; m++) {
+        __m512 a = acc[0][m][0], b = acc[0][m][1];
+        for (int u = 1; u < U; u++) a = _mm512_add_ps(a, acc[u][m][0]), b = _mm512_add_ps(b, acc[u][m][1]);
+        store_panel_row(y + std::size_t(m) * ldy, a, b, bias, ncols);
     }
 }
 
-// 4 weight rows times 4 rows of x: 16 accumulators, reduced together.
-// y[j * ldy + r] = w_r . x_j + bias[r].
-template <typename W>
-inline void tile4x4(const W* w, int K, const float* x, float* y, int ldy, const float* bias) {
-    __m512 acc[16];
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-    int k = 0;
-    for (; k + 16 <= K; k += 16) {
-        __m512 wr[4];
-        for (int r = 0; r < 4; r++) wr[r] = load16(w + std::size_t(r) * K + k);
-        for (int j = 0; j < 4; j++) {
-            __m512 xv = load16(x + std::size_t(j) * K + k);
-            for (int r = 0; r < 4; r++) acc[r * 4 + j] = _mm512_fmadd_ps(wr[r], xv, acc[r * 4 + j]);
+// One f32 panel (K, 32) times MB rows of x: y[m][0..ncols) = x_m . W_panel + bias.
+// U: interleaved partial sums over k (U * MB * 2 accumulators).
+template <int MB, int U>
+inline void panel_f32(const float* wp, int K, const float* x, int ldx, float* y, int ldy,
+                      const float* bias, int ncols) {
+    __m512 acc[U][MB][2];
+    for (int u = 0; u < U; u++)
+        for (int m = 0; m < MB; m++) acc[u][m][0] = acc[u][m][1] = _mm512_setzero_ps();
+    auto step = [&](int u, int k) {
+        const __m512 w0 = _mm512_load_ps(wp + std::size_t(k) * kPanel);
+        const __m512 w1 = _mm512_load_ps(wp + std::size_t(k) * kPanel + 16);
+        for (int m = 0; m < MB; m++) {
+            const __m512 xb = _mm512_set1_ps(x[std::size_t(m) * ldx + k]);
+            acc[u][m][0] = _mm512_fmadd_ps(w0, xb, acc[u][m][0]);
+            acc[u][m][1] = _mm512_fmadd_ps(w1, xb, acc[u][m][1]);
         }
-    }
-    if (k < K) {
-        __mmask16 mask = __mmask16((1u << (K - k)) - 1);
-        __m512 wr[4];
-        for (int r = 0; r < 4; r++) wr[r] = load16(w + std::size_t(r) * K + k, mask);
-        for (int j = 0; j < 4; j++) {
-            __m512 xv = load16(x + std::size_t(j) * K + k, mask);
-            for (int r = 0; r < 4; r++) acc[r * 4 + j] = _mm512_fmadd_ps(wr[r], xv, acc[r * 4 + j]);
-        }
-    }
-    alignas(64) float sums[16];  // lane r*4 + j: (weight row r, x row j)
-    _mm512_store_ps(sums, simd::reduce16(acc));
-    for (int j = 0; j < 4; j++)
-        for (int r = 0; r < 4; r++) y[std::size_t(j) * ldy + r] = sums[r * 4 + j] + (bias ? bias[r] : 0.0f);
-}
-#else
-template <typename W, int MB, int U>
-inline void row_times_x(const W* w, int K, const float* x, float* y, int ldy, float b) {
-    auto val = [](W v) {
-        if constexpr (std::is_same_v<W, bf16>) return bf16_to_f32(v);
-        else return v;
     };
-    for (int j = 0; j < MB; j++) {
-        float s = 0;
-        for (int k = 0; k < K; k++) s += val(w[k]) * x[std::size_t(j) * K + k];
-        y[std::size_t(j) * ldy] = s + b;
-    }
-}
-template <typename W>
-inline void tile4x4(const W* w, int K, const float* x, float* y, int ldy, const float* bias) {
-    for (int r = 0; r < 4; r++)
-        row_times_x<W, 4, 1>(w + std::size_t(r) * K, K, x, y + r, ldy, bias ? bias[r] : 0.0f);
+    int k = 0;
+    for (; k + U <= K; k += U)
+        for (int u = 0; u < U; u++) step(u, k + u);
+    for (; k < K; k++) step(0, k);
+    store_panel_sums<MB, U>(acc, y, ldy, bias, ncols);
 }
 #endif
 
 #if defined(__AVX512BF16__)
-// bf16 weights with AVX512_BF16: vdpbf16ps multiplies 32 bf16 pairs and adds
-// them into 16 f32 lanes, so the weights need no widening at all. x (f32) is
-// split once per call into x_hi = bf16(x) and x_lo = bf16(x - x_hi); w . x is
-// then w . x_hi + w . x_lo, within about 2^-16 of the f32 product (the
-// widen-and-FMA path was compute-bound at ~55% of the bandwidth floor).
-// xh, xl: MB rows of Kp bf16 (K rounded up to 32, zero-padded).
+// One bf16 panel (K/2, 32, 2) times MB rows of x. vdpbf16ps multiplies 16
+// outputs x 2 consecutive k of the panel with a broadcast pair (x[k], x[k+1])
+// and adds both products into the 16 f32 sums, so the weights are never
+// widened. x (f32) is split once per call into x_hi = bf16(x) and
+// x_lo = bf16(x - x_hi) and the panel meets both: w . x = w . x_hi + w . x_lo,
+// within about 2^-16 of the f32 product. xh, xl: MB rows of ldx k-pairs.
 template <int MB, int U>
-inline void row_times_x_bf16(const bf16* w, int K, const bf16* xh, const bf16* xl, int Kp, float* y,
-                             int ldy, float b) {
-    __m512 ah[MB * U], al[MB * U];
-    for (int i = 0; i < MB * U; i++) ah[i] = al[i] = _mm512_setzero_ps();
-    int k = 0;
-    for (; k + 32 * U <= K; k += 32 * U) {
-        __m512bh wv[U];
-        for (int u = 0; u < U; u++) wv[u] = (__m512bh)_mm512_loadu_si512(w + k + 32 * u);
-        for (int j = 0; j < MB; j++)
-            for (int u = 0; u < U; u++) {
-                const std::size_t o = std::size_t(j) * Kp + k + 32 * u;
-                ah[j * U + u] = _mm512_dpbf16_ps(ah[j * U + u], wv[u], (__m512bh)_mm512_load_si512(xh + o));
-                al[j * U + u] = _mm512_dpbf16_ps(al[j * U + u], wv[u], (__m512bh)_mm512_load_si512(xl + o));
-            }
-    }
-    for (; k < K; k += 32) {  // the rest, the last 32-column chunk masked
-        const int left = K - k;
-        const __mmask32 m = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
-        __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, w + k);
-        for (int j = 0; j < MB; j++) {
-            const std::size_t o = std::size_t(j) * Kp + k;
-            ah[j * U] = _mm512_dpbf16_ps(ah[j * U], wv, (__m512bh)_mm512_load_si512(xh + o));
-            al[j * U] = _mm512_dpbf16_ps(al[j * U], wv, (__m512bh)_mm512_load_si512(xl + o));
+inline void panel_bf16(const bf16* wp, int Kh, const std::uint32_t* xh, const std::uint32_t* xl, int ldx,
+                       float* y, int ldy, const float* bias, int ncols) {
+    __m512 acc[U][MB][2];
+    for (int u = 0; u < U; u++)
+        for (int m = 0; m < MB; m++) acc[u][m][0] = acc[u][m][1] = _mm512_setzero_ps();
+    auto step = [&](int u, int kp) {
+        const __m512bh w0 = (__m512bh)_mm512_load_si512(wp + std::size_t(kp) * 2 * kPanel);
+        const __m512bh w1 = (__m512bh)_mm512_load_si512(wp + std::size_t(kp) * 2 * kPanel + 32);
+        for (int m = 0; m < MB; m++) {
+            const __m512bh h = (__m512bh)_mm512_set1_epi32(int(xh[std::size_t(m) * ldx + kp]));
+            const __m512bh l = (__m512bh)_mm512_set1_epi32(int(xl[std::size_t(m) * ldx + kp]));
+            acc[u][m][0] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[u][m][0], w0, h), w0, l);
+            acc[u][m][1] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[u][m][1], w1, h), w1, l);
         }
-    }
-    for (int j = 0; j < MB; j++) {
-        __m512 s = _mm512_add_ps(ah[j * U], al[j * U]);
-        for (int u = 1; u < U; u++) s = _mm512_add_ps(s, _mm512_add_ps(ah[j * U + u], al[j * U + u]));
-        y[std::size_t(j) * ldy] = _mm512_reduce_add_ps(s) + b;
-    }
-}
-
-// Rows [a, b) of W (bf16) times M rows of x already split into xh/xl.
-inline void small_m_rows_bf16(const bf16* w, int K, int N, const bf16* xh, const bf16* xl, int Kp, int M,
-                              float* y, const float* bias, int a, int b) {
-    for (int n = a; n < b; n++) {
-        const bf16* wr = w + std::size_t(n) * K;
-        const float bn = bias ? bias[n] : 0.0f;
-        int m = 0;
-        for (; m + 8 <= M; m += 8)
-            row_times_x_bf16<8, 1>(wr, K, xh + std::size_t(m) * Kp, xl + std::size_t(m) * Kp, Kp,
-                                   y + std::size_t(m) * N + n, N, bn);
-        const bf16 *h = xh + std::size_t(m) * Kp, *l = xl + std::size_t(m) * Kp;
-        float* ym = y + std::size_t(m) * N + n;
-        switch (M - m) {
-            case 7: row_times_x_bf16<7, 1>(wr, K, h, l, Kp, ym, N, bn); break;
-            case 6: row_times_x_bf16<6, 1>(wr, K, h, l, Kp, ym, N, bn); break;
-            case 5: row_times_x_bf16<5, 1>(wr, K, h, l, Kp, ym, N, bn); break;
-            case 4: row_times_x_bf16<4, 1>(wr, K, h, l, Kp, ym, N, bn); break;
-            case 3: row_times_x_bf16<3, 1>(wr, K, h, l, Kp, ym, N, bn); break;
-            case 2: row_times_x_bf16<2, 2>(wr, K, h, l, Kp, ym, N, bn); break;
-            case 1: row_times_x_bf16<1, 4>(wr, K, h, l, Kp, ym, N, bn); break;
-            default: break;
-        }
-    }
+    };
+    int kp = 0;
+    for (; kp + U <= Kh; kp += U)
+        for (int u = 0; u < U; u++) step(u, kp + u);
+    for (; kp < Kh; kp++) step(0, kp);
+    store_panel_sums<MB, U>(acc, y, ldy, bias, ncols);
 }
 
 // The split x of the calling thread: grows to the largest M x K seen (in the
 // first decode steps, or earlier through reserve_bf16_split from make_linear),
 // then is reused: the decode loop allocates nothing.
 struct Bf16Split {
-    std::vector<bf16, std::allocator<bf16>> buf;
+    std::vector<bf16> buf;
     bf16* hi = nullptr;
     bf16* lo = nullptr;
     void reserve(std::size_t elems) {  // elems: M * Kp
@@ -370,6 +336,7 @@ Bf16Split& bf16_split() {
     return s;
 }
 
+// x (M, K) f32 -> hi, lo (M, Kp) bf16, Kp = K rounded up to 32, zero-padded.
 void split_x_bf16(const float* x, int M, int K, int Kp, bf16* hi, bf16* lo) {
     for (int j = 0; j < M; j++) {
         const float* xr = x + std::size_t(j) * K;
@@ -381,7 +348,7 @@ void split_x_bf16(const float* x, int M, int K, int Kp, bf16* hi, bf16* lo) {
             const __mmask16 m1 = left >= 32 ? 0xFFFF : left > 16 ? __mmask16((1u << (left - 16)) - 1) : 0;
             __m512 a = _mm512_maskz_loadu_ps(m0, xr + k), b = _mm512_maskz_loadu_ps(m1, xr + k + 16);
             __m512bh hb = _mm512_cvtne2ps_pbh(b, a);  // 32 bf16, in order
-            // Back to f32 (exact): the even/odd halves of hb, widened by a 16-bit shift.
+            // Back to f32 (exact): the two halves of hb, widened by a 16-bit shift.
             __m512i hi_i = (__m512i)hb;
             __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi_i)), 16));
             __m512 hb2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi_i, 1)), 16));
@@ -393,66 +360,96 @@ void split_x_bf16(const float* x, int M, int K, int Kp, bf16* hi, bf16* lo) {
 }
 #endif  // __AVX512BF16__
 
-#ifndef PDLAB_TILE_MIN_M
-#define PDLAB_TILE_MIN_M 8
+// The operands of one call, as the panel loops need them.
+struct SmallM {
+    const Linear& L;
+    const float* x;                 // (M, K) f32
+    const std::uint32_t* xh;        // bf16: x_hi, (M, ldx) k-pairs
+    const std::uint32_t* xl;        // bf16: x_lo
+    int ldx;                        // bf16: k-pairs per row of xh / xl
+    int M;
+    float* y;                       // (M, N)
+};
+
+// Panels [a, b) for all M rows of x, 8 rows at a time.
+void small_m_panels(const SmallM& s, int a, int b) {
+    const Linear& L = s.L;
+    const int K = L.in, N = L.out, Kh = (K + 1) / 2;
+    const float* bias_all = L.bias.empty() ? nullptr : L.bias.data();
+    for (int p = a; p < b; p++) {
+        const int n0 = p * kPanel, ncols = std::min(kPanel, N - n0);
+        const float* bias = bias_all ? bias_all + n0 : nullptr;
+        for (int m0 = 0; m0 < s.M; m0 += 8) {
+            const int mb = std::min(8, s.M - m0);
+            float* y = s.y + std::size_t(m0) * N + n0;
+#if defined(__AVX512F__)
+            if (L.precision == Precision::f32) {
+                const float* wp = L.panels.data() + std::size_t(p) * K * kPanel;
+                const float* x = s.x + std::size_t(m0) * K;
+                switch (mb) {
+                    case 8: panel_f32<8, 1>(wp, K, x, K, y, N, bias, ncols); break;
+                    case 7: panel_f32<7, 1>(wp, K, x, K, y, N, bias, ncols); break;
+                    case 6: panel_f32<6, 1>(wp, K, x, K, y, N, bias, ncols); break;
+                    case 5: panel_f32<5, 1>(wp, K, x, K, y, N, bias, ncols); break;
+                    case 4: panel_f32<4, 1>(wp, K, x, K, y, N, bias, ncols); break;
+                    case 3: panel_f32<3, 2>(wp, K, x, K, y, N, bias, ncols); break;
+                    case 2: panel_f32<2, 2>(wp, K, x, K, y, N, bias, ncols); break;
+                    default: panel_f32<1, 4>(wp, K, x, K, y, N, bias, ncols); break;
+                }
+                continue;
+            }
 #endif
-constexpr int kTileMinM = PDLAB_TILE_MIN_M;
-
-// Weight row n times M rows of x, at most 8 at a time.
-template <typename W>
-inline void row_times_all_x(const W* w, int K, int N, const float* x, int M, float* y, int n, float bn) {
-    int m = 0;
-    for (; m + 8 <= M; m += 8) row_times_x<W, 8, 1>(w, K, x + std::size_t(m) * K, y + std::size_t(m) * N + n, N, bn);
-    const float* xm = x + std::size_t(m) * K;
-    float* ym = y + std::size_t(m) * N + n;
-    switch (M - m) {
-        case 7: row_times_x<W, 7, 1>(w, K, xm, ym, N, bn); break;
-        case 6: row_times_x<W, 6, 1>(w, K, xm, ym, N, bn); break;
-        case 5: row_times_x<W, 5, 1>(w, K, xm, ym, N, bn); break;
-        case 4: row_times_x<W, 4, 1>(w, K, xm, ym, N, bn); break;
-        case 3: row_times_x<W, 3, 2>(w, K, xm, ym, N, bn); break;
-        case 2: row_times_x<W, 2, 2>(w, K, xm, ym, N, bn); break;
-        case 1: row_times_x<W, 1, 4>(w, K, xm, ym, N, bn); break;
-        default: break;
-    }
-}
-
-// Output columns [a, b) of y (rows [a, b) of W).
-template <typename W>
-void small_m_rows(const W* w, int K, int N, const float* x, int M, float* y, const float* bias, int a, int b) {
-    int n = a;
-    if (M >= kTileMinM) {  // compute-bound: 4x4 register tiles, x rows in groups of 4
-        const int M4 = M / 4 * 4;
-        for (; n + 4 <= b; n += 4) {
-            const W* wn = w + std::size_t(n) * K;
-            for (int m = 0; m < M4; m += 4)
-                tile4x4(wn, K, x + std::size_t(m) * K, y + std::size_t(m) * N + n, N, bias ? bias + n : nullptr);
-            for (int r = 0; r < 4 && M4 < M; r++)
-                row_times_all_x(wn + std::size_t(r) * K, K, N, x + std::size_t(M4) * K, M - M4,
-                                y + std::size_t(M4) * N, n + r, bias ? bias[n + r] : 0.0f);
+#if defined(__AVX512BF16__)
+            const bf16* wp = L.panels16.data() + std::size_t(p) * Kh * kPanel * 2;
+            const std::uint32_t* h = s.xh + std::size_t(m0) * s.ldx;
+            const std::uint32_t* l = s.xl + std::size_t(m0) * s.ldx;
+            switch (mb) {
+                case 8: panel_bf16<8, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                case 7: panel_bf16<7, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                case 6: panel_bf16<6, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                case 5: panel_bf16<5, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                case 4: panel_bf16<4, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                case 3: panel_bf16<3, 2>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                case 2: panel_bf16<2, 2>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+                default: panel_bf16<1, 4>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
+            }
+#else
+            // Portable loops (no AVX-512 in this build): the same panel walk.
+            for (int m = 0; m < mb; m++) {
+                const float* x = s.x + std::size_t(m0 + m) * K;
+                for (int c = 0; c < ncols; c++) {
+                    float sum = 0.0f;
+                    for (int k = 0; k < K; k++) {
+                        const float wv = L.precision == Precision::f32
+                            ? L.panels[(std::size_t(p) * K + k) * kPanel + c]
+                            : bf16_to_f32(L.panels16[((std::size_t(p) * Kh + k / 2) * kPanel + c) * 2 + (k & 1)]);
+                        sum += wv * x[k];
+                    }
+                    y[std::size_t(m) * N + c] = sum + (bias ? bias[c] : 0.0f);
+                }
+            }
+#endif
         }
     }
-    for (; n < b; n++)  // memory-bound: one weight row after the other
-        row_times_all_x(w + std::size_t(n) * K, K, N, x, M, y, n, bias ? bias[n] : 0.0f);
 }
 
-template <typename W>
-void small_m(const W* w, int K, int N, const float* x, int M, float* y, const float* bias) {
+void small_m(const SmallM& s) {
+    const int P = s.L.n_panels();
     // Below a few hundred KiB of weights, waking the second thread costs more
     // than it saves. A plain branch, not an "if" clause: libgomp allocates a
     // team for every parallel region it serialises, and decode must not allocate.
-    if (std::size_t(N) * K * sizeof(W) < (std::size_t(256) << 10) || omp_get_max_threads() == 1) {
-        small_m_rows(w, K, N, x, M, y, bias, 0, N);
+    if (s.L.weight_bytes() < (std::size_t(256) << 10) || omp_get_max_threads() == 1) {
+        small_m_panels(s, 0, P);
         return;
     }
-    // Chunks of whole 4-row blocks, 8 per thread, handed out in order as the
-    // threads get free: each chunk is one long sequential stream, and a core
-    // that gets less DRAM bandwidth than the other does less of the matrix
-    // (a static half each left one thread waiting at the end of most calls).
-    const int chunk = std::max(4, (N / (8 * omp_get_max_threads()) + 3) / 4 * 4);
-    const int nchunks = (N + chunk - 1) / chunk;
+    // Runs of whole panels, 8 per thread, handed out in order as the threads
+    // get free: each run is one long sequential stream, and a core that gets
+    // less DRAM bandwidth than the other does less of the matrix (a static
+    // half each left one thread waiting at the end of most calls).
+    const int chunk = std::max(1, P / (8 * omp_get_max_threads()));
+    const int nchunks = (P + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int c = 0; c < nchunks; c++) small_m_rows(w, K, N, x, M, y, bias, c * chunk, std::min(N, (c + 1) * chunk));
+    for (int c = 0; c < nchunks; c++) small_m_panels(s, c * chunk, std::min(P, (c + 1) * chunk));
 }
 
 }  // namespace
@@ -464,37 +461,20 @@ static void reserve_bf16_split([[maybe_unused]] int in) {
 }
 
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
-    const float* bias = L.bias.empty() ? nullptr : L.bias.data();
-    if (L.precision == Precision::bf16) {
+    SmallM s{L, x, nullptr, nullptr, 0, M, y};
 #if defined(__AVX512BF16__)
-        if (M >= kTileMinM) {  // compute-bound: the widening 4x4 tiles do fewer loads per FMA
-            small_m(L.w16.data(), L.in, L.out, x, M, y, bias);
-            return;
-        }
-        const int K = L.in, N = L.out, Kp = (K + 31) / 32 * 32;
-        const std::size_t elems = std::size_t(M) * Kp;
+    if (L.precision == Precision::bf16) {
+        const int K = L.in, Kp = (K + 31) / 32 * 32;
         Bf16Split& sp = bf16_split();
         sp.reserve(std::size_t(kSmallM) * Kp);  // once per thread and largest K
-        sp.place(elems);
+        sp.place(std::size_t(M) * Kp);
         split_x_bf16(x, M, K, Kp, sp.hi, sp.lo);
-        const bf16* w = L.w16.data();
-        if (std::size_t(N) * K * sizeof(bf16) < (std::size_t(256) << 10) || omp_get_max_threads() == 1) {
-            small_m_rows_bf16(w, K, N, sp.hi, sp.lo, Kp, M, y, bias, 0, N);
-            return;
-        }
-        const bf16 *hi = sp.hi, *lo = sp.lo;
-        const int chunk = std::max(4, N / (8 * omp_get_max_threads()));  // as in small_m()
-        const int nchunks = (N + chunk - 1) / chunk;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int c = 0; c < nchunks; c++)
-            small_m_rows_bf16(w, K, N, hi, lo, Kp, M, y, bias, c * chunk, std::min(N, (c + 1) * chunk));
-        return;
-#else
-        small_m(L.w16.data(), L.in, L.out, x, M, y, bias);
-        return;
-#endif
+        s.xh = reinterpret_cast<const std::uint32_t*>(sp.hi);
+        s.xl = reinterpret_cast<const std::uint32_t*>(sp.lo);
+        s.ldx = Kp / 2;
     }
-    small_m(L.w.data(), L.in, L.out, x, M, y, bias);
+#endif
+    small_m(s);
 }
 
 void linear_forward(const Linear& L, const float* x, int M, float* y) {

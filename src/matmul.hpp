@@ -22,21 +22,45 @@ std::size_t bytes_per_weight(Precision p);
 
 constexpr int kSmallM = 16;
 
+// Output columns per panel of the decode kernel's weight layout (two AVX-512
+// vectors of f32 sums).
+constexpr int kPanel = 32;
+
 struct PackedWeights;  // oneDNN memory + primitive cache (matmul.cpp)
+
+// Memory for the weights the decode kernel streams: mmap'd whole and advised
+// onto 2 MiB transparent huge pages before first touch (see matmul.cpp).
+template <typename T>
+struct HugePageAllocator {
+    using value_type = T;
+    HugePageAllocator() = default;
+    template <typename U>
+    HugePageAllocator(const HugePageAllocator<U>&) {}
+    T* allocate(std::size_t n);
+    void deallocate(T* p, std::size_t n);
+    bool operator==(const HugePageAllocator&) const { return true; }
+};
+template <typename T>
+using huge_vector = std::vector<T, HugePageAllocator<T>>;
 
 struct Linear {
     int in = 0, out = 0;
     Precision precision = Precision::f32;
-    std::vector<float> w;          // (out, in) row-major, when precision == f32
-    std::vector<bf16> w16;         // (out, in) row-major, when precision == bf16
+    // The decode copy, in column panels: panel p holds outputs [32p, 32p + 32)
+    // for every k, k-major, so the kernel streams each panel once, front to
+    // back, and broadcasts x[k] against 32 weights at a time. Outputs past
+    // `out` in the last panel are zero.
+    huge_vector<float> panels;     // f32:  (n_panels, in, 32)
+    huge_vector<bf16> panels16;    // bf16: (n_panels, ceil(in / 2), 32, 2): k in pairs, as vdpbf16ps takes them
     std::vector<float> bias;       // (out), or empty
     std::shared_ptr<PackedWeights> packed;  // oneDNN's copy for M > kSmallM
 
+    int n_panels() const { return (out + kPanel - 1) / kPanel; }
     std::size_t weight_bytes() const { return std::size_t(in) * out * bytes_per_weight(precision); }
 };
 
-// Takes ownership of row-major f32 weights (out, in) and prepares both the
-// row-major copy in `precision` and the oneDNN-packed copy.
+// Takes row-major f32 weights (out, in) and prepares both the panel copy in
+// `precision` and the oneDNN-packed copy.
 Linear make_linear(std::vector<float> w_out_in, std::vector<float> bias, int in, int out,
                    Precision precision);
 
@@ -45,6 +69,11 @@ void linear_forward(const Linear& L, const float* x, int M, float* y);
 
 // The small-M kernel alone, exposed for tests and benchmarks.
 void linear_small_m(const Linear& L, const float* x, int M, float* y);
+
+// The weights back in row-major (out, in) order, from the panels: for the GPU
+// backend's upload and for tests. f32 only for f32 Linears, bf16 for bf16.
+std::vector<float> linear_rows_f32(const Linear& L);
+std::vector<bf16> linear_rows_bf16(const Linear& L);
 
 // Name of the oneDNN implementation used for M rows (e.g. "brg:avx512_core"),
 // so benchmarks can show that no reference kernel slipped in.

@@ -26,14 +26,29 @@ static void check_linear(int M, int K, int N, Precision p, bool with_bias) {
                             linear_impl_name(L, M)));
 }
 
+// Every row count of the decode kernel (8 rows per pass, partial sums over k
+// for M < 4), panel widths with and without a partial last panel, odd K (a
+// bf16 k-pair half padded), and matrices above 256 KiB, which the threads share.
 TEST_CASE("engine.matmul.small_m_f32") {
-    for (int M : {1, 3, 16})
-        for (auto [K, N] : {std::pair{64, 32}, {70, 33}, {768, 130}}) check_linear(M, K, N, Precision::f32, M == 3);
+    for (int M = 1; M <= kSmallM; M++)
+        for (auto [K, N] : {std::pair{64, 32}, {70, 33}, {768, 130}, {9, 7}}) check_linear(M, K, N, Precision::f32, M % 3 == 0);
 }
 
 TEST_CASE("engine.matmul.small_m_bf16") {
-    for (int M : {1, 5})
-        for (auto [K, N] : {std::pair{64, 32}, {77, 9}}) check_linear(M, K, N, Precision::bf16, M == 5);
+    for (int M = 1; M <= kSmallM; M++)
+        for (auto [K, N] : {std::pair{64, 32}, {77, 9}, {301, 500}}) check_linear(M, K, N, Precision::bf16, M % 2 == 1);
+}
+
+TEST_CASE("engine.matmul.rows_round_trip") {
+    // linear_rows_*() rebuilds the row-major matrix from the panels (the GPU
+    // upload depends on it): exactly the input, or its bf16 rounding.
+    for (auto [K, N] : {std::pair{5, 33}, {64, 64}, {77, 9}}) {
+        auto w = randn(std::size_t(N) * K, 21, 1.0f);
+        CHECK(linear_rows_f32(make_linear(w, {}, K, N, Precision::f32)) == w);
+        std::vector<bf16> w16(w.size());
+        for (std::size_t i = 0; i < w.size(); i++) w16[i] = f32_to_bf16(w[i]);
+        CHECK(linear_rows_bf16(make_linear(w, {}, K, N, Precision::bf16)) == w16);
+    }
 }
 
 TEST_CASE("engine.matmul.onednn_f32") {
