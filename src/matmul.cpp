@@ -289,9 +289,12 @@ inline void panel_f32(const float* wp, int K, const float* x, int ldx, float* y,
 // outputs x 2 consecutive k of the panel with a broadcast pair (x[k], x[k+1])
 // and adds both products into the 16 f32 sums, so the weights are never
 // widened. x (f32) is split once per call into x_hi = bf16(x) and
-// x_lo = bf16(x - x_hi) and the panel meets both: w . x = w . x_hi + w . x_lo,
-// within about 2^-16 of the f32 product. xh, xl: MB rows of ldx k-pairs.
-template <int MB, int U>
+// x_lo = bf16(x - x_hi). With Lo, the panel meets both: w . x = w . x_hi +
+// w . x_lo, within about 2^-16 of the f32 product; that costs nothing while
+// the kernel waits on memory (M < 4). From M = 4 on, where it would halve the
+// compute-bound rate, x is rounded to bf16 (Lo = false), as oneDNN's bf16
+// prefill does with every row. xh, xl: MB rows of ldx k-pairs.
+template <int MB, int U, bool Lo>
 inline void panel_bf16(const bf16* wp, int Kh, const std::uint32_t* xh, const std::uint32_t* xl, int ldx,
                        float* y, int ldy, const float* bias, int ncols) {
     __m512 acc[U][MB][2];
@@ -302,9 +305,13 @@ inline void panel_bf16(const bf16* wp, int Kh, const std::uint32_t* xh, const st
         const __m512bh w1 = (__m512bh)_mm512_load_si512(wp + std::size_t(kp) * 2 * kPanel + 32);
         for (int m = 0; m < MB; m++) {
             const __m512bh h = (__m512bh)_mm512_set1_epi32(int(xh[std::size_t(m) * ldx + kp]));
-            const __m512bh l = (__m512bh)_mm512_set1_epi32(int(xl[std::size_t(m) * ldx + kp]));
-            acc[u][m][0] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[u][m][0], w0, h), w0, l);
-            acc[u][m][1] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[u][m][1], w1, h), w1, l);
+            acc[u][m][0] = _mm512_dpbf16_ps(acc[u][m][0], w0, h);
+            acc[u][m][1] = _mm512_dpbf16_ps(acc[u][m][1], w1, h);
+            if constexpr (Lo) {
+                const __m512bh l = (__m512bh)_mm512_set1_epi32(int(xl[std::size_t(m) * ldx + kp]));
+                acc[u][m][0] = _mm512_dpbf16_ps(acc[u][m][0], w0, l);
+                acc[u][m][1] = _mm512_dpbf16_ps(acc[u][m][1], w1, l);
+            }
         }
     };
     int kp = 0;
@@ -312,6 +319,23 @@ inline void panel_bf16(const bf16* wp, int Kh, const std::uint32_t* xh, const st
         for (int u = 0; u < U; u++) step(u, kp + u);
     for (; kp < Kh; kp++) step(0, kp);
     store_panel_sums<MB, U>(acc, y, ldy, bias, ncols);
+}
+
+// panel_bf16 for mb = 1..8 rows; Lo is chosen by the call's whole M, so that
+// every row of a batch gets the same arithmetic.
+template <bool Lo>
+inline void panel_bf16_rows(int mb, const bf16* wp, int Kh, const std::uint32_t* h, const std::uint32_t* l,
+                            int ldx, float* y, int ldy, const float* bias, int ncols) {
+    switch (mb) {
+        case 8: panel_bf16<8, 1, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        case 7: panel_bf16<7, 1, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        case 6: panel_bf16<6, 1, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        case 5: panel_bf16<5, 1, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        case 4: panel_bf16<4, 1, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        case 3: panel_bf16<3, 2, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        case 2: panel_bf16<2, 2, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+        default: panel_bf16<1, 4, Lo>(wp, Kh, h, l, ldx, y, ldy, bias, ncols); break;
+    }
 }
 
 // The split x of the calling thread: grows to the largest M x K seen (in the
@@ -403,16 +427,8 @@ void small_m_panels(const SmallM& s, int a, int b) {
             const bf16* wp = L.panels16.data() + std::size_t(p) * Kh * kPanel * 2;
             const std::uint32_t* h = s.xh + std::size_t(m0) * s.ldx;
             const std::uint32_t* l = s.xl + std::size_t(m0) * s.ldx;
-            switch (mb) {
-                case 8: panel_bf16<8, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                case 7: panel_bf16<7, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                case 6: panel_bf16<6, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                case 5: panel_bf16<5, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                case 4: panel_bf16<4, 1>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                case 3: panel_bf16<3, 2>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                case 2: panel_bf16<2, 2>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-                default: panel_bf16<1, 4>(wp, Kh, h, l, s.ldx, y, N, bias, ncols); break;
-            }
+            if (s.M < kBf16RoundXMinM) panel_bf16_rows<true>(mb, wp, Kh, h, l, s.ldx, y, N, bias, ncols);
+            else panel_bf16_rows<false>(mb, wp, Kh, h, l, s.ldx, y, N, bias, ncols);
 #else
             // Portable loops (no AVX-512 in this build): the same panel walk.
             for (int m = 0; m < mb; m++) {
@@ -442,11 +458,14 @@ void small_m(const SmallM& s) {
         small_m_panels(s, 0, P);
         return;
     }
-    // Runs of whole panels, 8 per thread, handed out in order as the threads
-    // get free: each run is one long sequential stream, and a core that gets
-    // less DRAM bandwidth than the other does less of the matrix (a static
-    // half each left one thread waiting at the end of most calls).
-    const int chunk = std::max(1, P / (8 * omp_get_max_threads()));
+    // Runs of whole panels, 2 per thread, handed out in order as the threads
+    // get free: each run is one long sequential stream. Every new run costs a
+    // restart of the hardware prefetcher's stream, so runs are long: measured
+    // (bench-llama-125m decode, 2 threads, one run, fast-DRAM phase), 1, 2, 4
+    // and 8 runs per thread gave 1.21x, 1.22x, 1.25x and 1.30x the f32 floor,
+    // and 1.29-1.31x, 1.32x, 1.32x, 1.43-1.46x the bf16 floor. Two rather than
+    // one leave a little room to balance a core that gets less bandwidth.
+    const int chunk = std::max(1, P / (2 * omp_get_max_threads()));
     const int nchunks = (P + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int c = 0; c < nchunks; c++) small_m_panels(s, c * chunk, std::min(P, (c + 1) * chunk));

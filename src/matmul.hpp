@@ -22,6 +22,11 @@ std::size_t bytes_per_weight(Precision p);
 
 constexpr int kSmallM = 16;
 
+// bf16 weights: from this many rows of x on, x is rounded to bf16 before the
+// product (compute-bound there; oneDNN's bf16 prefill does the same); below
+// it the decode kernel keeps x to about 16 bits more (see matmul.cpp).
+constexpr int kBf16RoundXMinM = 4;
+
 // Output columns per panel of the decode kernel's weight layout (two AVX-512
 // vectors of f32 sums).
 constexpr int kPanel = 32;

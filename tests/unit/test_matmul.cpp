@@ -15,7 +15,7 @@ static void check_linear(int M, int K, int N, Precision p, bool with_bias) {
     if (p == Precision::bf16)
         for (auto& v : w_seen) v = bf16_to_f32(f32_to_bf16(v));
     std::vector<float> x_seen = x;
-    if (p == Precision::bf16 && M > kSmallM)  // oneDNN's bf16 path rounds x too
+    if (p == Precision::bf16 && M >= kBf16RoundXMinM)  // the bf16 products from this M on round x too
         for (auto& v : x_seen) v = bf16_to_f32(f32_to_bf16(v));
     Linear L = make_linear(w, b, K, N, p);
     std::vector<float> got(std::size_t(M) * N), ref(got.size());
