@@ -64,25 +64,6 @@ namespace {
 
 #if defined(__AVX512F__)
 
-// exp(x) for a vector, about 1 ulp (Cephes' expf polynomial on
-// [-ln2/2, ln2/2], then scaled by 2^n). exp(-inf) and anything below -104
-// come out as 0.
-inline __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
 
 
 // Mask of the valid lanes in 16-float chunk c of a D-float row (DC chunks).
@@ -142,7 +123,7 @@ void decode_group(float* out, const float* q, const float* K, const float* V, in
             float alpha = std::exp(m[i] - m_new);  // 0 on the first chunk (m = -inf)
             __m512 mn = _mm512_set1_ps(m_new), sum = _mm512_setzero_ps();
             for (int jb = 0; jb < nb; jb++) {
-                __m512 p = exp512(_mm512_sub_ps(_mm512_load_ps(s[i] + 16 * jb), mn));
+                __m512 p = simd::exp512(_mm512_sub_ps(_mm512_load_ps(s[i] + 16 * jb), mn));
                 _mm512_store_ps(s[i] + 16 * jb, p);
                 sum = _mm512_add_ps(sum, p);
             }
@@ -325,8 +306,8 @@ void prefill_block(float* out, const float* q, std::size_t stride, const float* 
     __m512 l0 = _mm512_setzero_ps(), l1 = _mm512_setzero_ps();
     for (int j = 0; j < n; j++) {
         float* s = St + std::size_t(j) * kQB;
-        __m512 p0 = exp512(_mm512_sub_ps(_mm512_load_ps(s), m0));
-        __m512 p1 = exp512(_mm512_sub_ps(_mm512_load_ps(s + 16), m1));
+        __m512 p0 = simd::exp512(_mm512_sub_ps(_mm512_load_ps(s), m0));
+        __m512 p1 = simd::exp512(_mm512_sub_ps(_mm512_load_ps(s + 16), m1));
         _mm512_store_ps(s, p0);
         _mm512_store_ps(s + 16, p1);
         l0 = _mm512_add_ps(l0, p0);
