@@ -143,32 +143,29 @@ template <typename T>
 void HugePageAllocator<T>::deallocate(T* p, std::size_t n) {
     ::munmap(p, std::max<std::size_t>(n * sizeof(T), 1));
 }
-template struct HugePageAllocator<float>;
-template struct HugePageAllocator<bf16>;
+template struct HugePageAllocator<std::byte>;
 
-// Row-major (out, in) -> panels (see Linear::panels). Pairs of k for bf16.
+// Row-major (out, in) -> panels (see Linear), in a new store of one arena.
 static void fill_panels(Linear& L, const float* w) {
     const int K = L.in, N = L.out, P = L.n_panels();
-    if (L.precision == Precision::f32) {
-        L.panels.resize(std::size_t(P) * K * kPanel);  // zero: the last panel's padding
+    auto store = std::make_shared<PanelStore>();
+    store->arenas.emplace_back(std::size_t(P) * L.panel_bytes());  // zero: the last panel's padding
+    std::byte* base = store->arenas[0].data();
 #pragma omp parallel for schedule(static)
-        for (int p = 0; p < P; p++)
-            for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
-                const float* row = w + std::size_t(p * kPanel + c) * K;
-                float* dst = L.panels.data() + std::size_t(p) * K * kPanel + c;
+    for (int p = 0; p < P; p++)
+        for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
+            const float* row = w + std::size_t(p * kPanel + c) * K;
+            std::byte* panel = base + std::size_t(p) * L.panel_bytes();
+            if (L.precision == Precision::f32) {
+                float* dst = reinterpret_cast<float*>(panel) + c;
                 for (int k = 0; k < K; k++) dst[std::size_t(k) * kPanel] = row[k];
-            }
-    } else {
-        const int Kh = (K + 1) / 2;
-        L.panels16.resize(std::size_t(P) * Kh * kPanel * 2);
-#pragma omp parallel for schedule(static)
-        for (int p = 0; p < P; p++)
-            for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
-                const float* row = w + std::size_t(p * kPanel + c) * K;
-                bf16* dst = L.panels16.data() + std::size_t(p) * Kh * kPanel * 2 + 2 * c;
+            } else {
+                bf16* dst = reinterpret_cast<bf16*>(panel) + 2 * c;
                 for (int k = 0; k < K; k++) dst[std::size_t(k / 2) * kPanel * 2 + (k & 1)] = f32_to_bf16(row[k]);
             }
-    }
+        }
+    L.parts = {PanelPart{0, base}};
+    L.store = std::move(store);
 }
 
 Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int out,
@@ -184,23 +181,53 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
     return L;
 }
 
+// First panel of thread t's share of P panels.
+static int part_start(int P, int t, int threads) { return int(std::int64_t(P) * t / threads); }
+
+void arrange_for_decode(const std::vector<Linear*>& linears, int threads) {
+    threads = std::max(1, threads);
+    std::vector<std::size_t> size(threads, 0);
+    for (const Linear* L : linears)
+        for (int t = 0; t < threads; t++)
+            size[t] += std::size_t(part_start(L->n_panels(), t + 1, threads) - part_start(L->n_panels(), t, threads)) *
+                       L->panel_bytes();
+    auto store = std::make_shared<PanelStore>();
+    for (int t = 0; t < threads; t++) store->arenas.emplace_back(size[t]);
+    std::vector<std::size_t> used(threads, 0);
+    for (Linear* L : linears) {
+        const int P = L->n_panels();
+        std::vector<PanelPart> parts;
+        for (int t = 0; t < threads; t++) {
+            const int a = part_start(P, t, threads), b = part_start(P, t + 1, threads);
+            std::byte* dst = store->arenas[t].data() + used[t];
+            for (int p = a; p < b; p++)
+                std::memcpy(dst + std::size_t(p - a) * L->panel_bytes(), L->panel(p), L->panel_bytes());
+            parts.push_back(PanelPart{a, dst});
+            used[t] += std::size_t(b - a) * L->panel_bytes();
+        }
+        L->parts = std::move(parts);
+        L->store = store;  // the Linear's old store is freed here, unless shared
+    }
+}
+
 std::vector<float> linear_rows_f32(const Linear& L) {
     if (L.precision != Precision::f32) fail("linear_rows_f32 on a {} Linear", precision_name(L.precision));
     std::vector<float> w(std::size_t(L.out) * L.in);
-    for (int n = 0; n < L.out; n++)
-        for (int k = 0; k < L.in; k++)
-            w[std::size_t(n) * L.in + k] = L.panels[(std::size_t(n / kPanel) * L.in + k) * kPanel + n % kPanel];
+    for (int n = 0; n < L.out; n++) {
+        const float* panel = reinterpret_cast<const float*>(L.panel(n / kPanel));
+        for (int k = 0; k < L.in; k++) w[std::size_t(n) * L.in + k] = panel[std::size_t(k) * kPanel + n % kPanel];
+    }
     return w;
 }
 
 std::vector<bf16> linear_rows_bf16(const Linear& L) {
     if (L.precision != Precision::bf16) fail("linear_rows_bf16 on a {} Linear", precision_name(L.precision));
-    const int Kh = (L.in + 1) / 2;
     std::vector<bf16> w(std::size_t(L.out) * L.in);
-    for (int n = 0; n < L.out; n++)
+    for (int n = 0; n < L.out; n++) {
+        const bf16* panel = reinterpret_cast<const bf16*>(L.panel(n / kPanel));
         for (int k = 0; k < L.in; k++)
-            w[std::size_t(n) * L.in + k] =
-                L.panels16[((std::size_t(n / kPanel) * Kh + k / 2) * kPanel + n % kPanel) * 2 + (k & 1)];
+            w[std::size_t(n) * L.in + k] = panel[(std::size_t(k / 2) * kPanel + n % kPanel) * 2 + (k & 1)];
+    }
     return w;
 }
 
@@ -408,7 +435,7 @@ void small_m_panels(const SmallM& s, int a, int b) {
             float* y = s.y + std::size_t(m0) * N + n0;
 #if defined(__AVX512F__)
             if (L.precision == Precision::f32) {
-                const float* wp = L.panels.data() + std::size_t(p) * K * kPanel;
+                const float* wp = reinterpret_cast<const float*>(L.panel(p));
                 const float* x = s.x + std::size_t(m0) * K;
                 switch (mb) {
                     case 8: panel_f32<8, 1>(wp, K, x, K, y, N, bias, ncols); break;
@@ -424,7 +451,7 @@ void small_m_panels(const SmallM& s, int a, int b) {
             }
 #endif
 #if defined(__AVX512BF16__)
-            const bf16* wp = L.panels16.data() + std::size_t(p) * Kh * kPanel * 2;
+            const bf16* wp = reinterpret_cast<const bf16*>(L.panel(p));
             const std::uint32_t* h = s.xh + std::size_t(m0) * s.ldx;
             const std::uint32_t* l = s.xl + std::size_t(m0) * s.ldx;
             if (s.M < kBf16RoundXMinM) panel_bf16_rows<true>(mb, wp, Kh, h, l, s.ldx, y, N, bias, ncols);
@@ -437,8 +464,8 @@ void small_m_panels(const SmallM& s, int a, int b) {
                     float sum = 0.0f;
                     for (int k = 0; k < K; k++) {
                         const float wv = L.precision == Precision::f32
-                            ? L.panels[(std::size_t(p) * K + k) * kPanel + c]
-                            : bf16_to_f32(L.panels16[((std::size_t(p) * Kh + k / 2) * kPanel + c) * 2 + (k & 1)]);
+                            ? reinterpret_cast<const float*>(L.panel(p))[std::size_t(k) * kPanel + c]
+                            : bf16_to_f32(reinterpret_cast<const bf16*>(L.panel(p))[(std::size_t(k / 2) * kPanel + c) * 2 + (k & 1)]);
                         sum += wv * x[k];
                     }
                     y[std::size_t(m) * N + c] = sum + (bias ? bias[c] : 0.0f);
@@ -458,13 +485,24 @@ void small_m(const SmallM& s) {
         small_m_panels(s, 0, P);
         return;
     }
-    // Runs of whole panels, 2 per thread, handed out in order as the threads
-    // get free: each run is one long sequential stream. Every new run costs a
-    // restart of the hardware prefetcher's stream, so runs are long: measured
-    // (bench-llama-125m decode, 2 threads, one run, fast-DRAM phase), 1, 2, 4
-    // and 8 runs per thread gave 1.21x, 1.22x, 1.25x and 1.30x the f32 floor,
-    // and 1.29-1.31x, 1.32x, 1.32x, 1.43-1.46x the bf16 floor. Two rather than
-    // one leave a little room to balance a core that gets less bandwidth.
+    const int parts = int(s.L.parts.size());
+    if (parts == omp_get_max_threads()) {
+        // Arranged for this thread count (arrange_for_decode): thread t takes
+        // part t, the next stretch of its own arena.
+#pragma omp parallel
+        {
+            const int t = omp_get_thread_num(), n = omp_get_num_threads();
+            for (int j = t; j < parts; j += n)
+                small_m_panels(s, s.L.parts[j].first, j + 1 < parts ? s.L.parts[j + 1].first : P);
+        }
+        return;
+    }
+    // Otherwise runs of whole panels, 2 per thread, handed out in order as the
+    // threads get free: each run is one long sequential stream. Every new run
+    // costs a restart of the hardware prefetcher's stream, so runs are long:
+    // measured (bench-llama-125m decode, 2 threads, one run, fast-DRAM phase),
+    // 1, 2, 4 and 8 runs per thread gave 1.21x, 1.22x, 1.25x and 1.30x the f32
+    // floor, and 1.29-1.31x, 1.32x, 1.32x, 1.43-1.46x the bf16 floor.
     const int chunk = std::max(1, P / (2 * omp_get_max_threads()));
     const int nchunks = (P + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)

@@ -4,10 +4,12 @@
 //  - M > kSmallM (prefill): oneDNN's matmul on weights packed once, at load,
 //    into the blocked layout its JIT kernels prefer. Compute-bound.
 //  - M <= kSmallM (decode, batched decode): our own AVX-512 kernel that streams
-//    each weight row from memory once and reuses it for all M rows of x.
-//    Memory-bound: its speed is the weight bytes over DRAM bandwidth.
+//    each weight from memory once and reuses it for all M rows of x, on a
+//    copy of the weights in column panels. At M = 1 memory-bound: its speed
+//    is the weight bytes over DRAM bandwidth.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -48,19 +50,43 @@ struct HugePageAllocator {
 template <typename T>
 using huge_vector = std::vector<T, HugePageAllocator<T>>;
 
+// The memory that panels live in: one or more huge-page arenas, shared by the
+// Linears whose panels were placed in them (see arrange_for_decode).
+struct PanelStore {
+    std::vector<huge_vector<std::byte>> arenas;
+};
+
+// A run of consecutive panels stored contiguously: panels [first, next part's
+// first) start at `data`, one panel_bytes() after the other.
+struct PanelPart {
+    int first = 0;
+    const std::byte* data = nullptr;
+};
+
 struct Linear {
     int in = 0, out = 0;
     Precision precision = Precision::f32;
     // The decode copy, in column panels: panel p holds outputs [32p, 32p + 32)
-    // for every k, k-major, so the kernel streams each panel once, front to
-    // back, and broadcasts x[k] against 32 weights at a time. Outputs past
-    // `out` in the last panel are zero.
-    huge_vector<float> panels;     // f32:  (n_panels, in, 32)
-    huge_vector<bf16> panels16;    // bf16: (n_panels, ceil(in / 2), 32, 2): k in pairs, as vdpbf16ps takes them
-    std::vector<float> bias;       // (out), or empty
-    std::shared_ptr<PackedWeights> packed;  // oneDNN's copy for M > kSmallM
+    // for every k, k-major, so the kernel streams each panel front to back
+    // and broadcasts x[k] against 32 weights at a time. Outputs past `out` in
+    // the last panel are zero. One panel:
+    //   f32:  (in, 32)
+    //   bf16: (ceil(in / 2), 32, 2): k in pairs, as vdpbf16ps takes them
+    std::vector<PanelPart> parts;                // where the panels are; one part after make_linear
+    std::shared_ptr<const PanelStore> store;     // owns the memory the parts point into
+    std::vector<float> bias;                     // (out), or empty
+    std::shared_ptr<PackedWeights> packed;       // oneDNN's copy for M > kSmallM
 
     int n_panels() const { return (out + kPanel - 1) / kPanel; }
+    std::size_t panel_bytes() const {
+        return precision == Precision::f32 ? std::size_t(in) * kPanel * sizeof(float)
+                                           : std::size_t((in + 1) / 2) * kPanel * 2 * sizeof(bf16);
+    }
+    const std::byte* panel(int p) const {  // the part holding panel p: at most one per thread
+        std::size_t j = parts.size() - 1;
+        while (parts[j].first > p) j--;
+        return parts[j].data + std::size_t(p - parts[j].first) * panel_bytes();
+    }
     std::size_t weight_bytes() const { return std::size_t(in) * out * bytes_per_weight(precision); }
 };
 
@@ -74,6 +100,15 @@ void linear_forward(const Linear& L, const float* x, int M, float* y);
 
 // The small-M kernel alone, exposed for tests and benchmarks.
 void linear_small_m(const Linear& L, const float* x, int M, float* y);
+
+// Moves the panels of `linears` into one arena per thread, each holding that
+// thread's share (1/threads of the panels) of every matrix, in the order the
+// matrices are given -- the order decode multiplies them in. Each thread's
+// weights for a whole decode step are then ONE sequential stream instead of a
+// new one per matrix: the prefetchers' ramp at the start of each stream cost
+// ~15-20 us per matrix (see matmul.cpp). Results do not change; with another
+// thread count the kernel still works, on runs of panels across the parts.
+void arrange_for_decode(const std::vector<Linear*>& linears, int threads);
 
 // The weights back in row-major (out, in) order, from the panels: for the GPU
 // backend's upload and for tests. f32 only for f32 Linears, bf16 for bf16.

@@ -12,6 +12,13 @@ namespace pd {
 Model make_model(Config config, Weights w, Precision precision) {
     Model m{std::move(config), precision, std::move(w), {}, {}};
     const Config& c = m.config;
+    // Decode streams the matrices in this order, step after step: lay each
+    // thread's share of them out back to back (one stream per thread).
+    std::vector<Linear*> in_decode_order;
+    for (LayerWeights& L : m.w.layers)
+        for (Linear* lin : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out}) in_decode_order.push_back(lin);
+    in_decode_order.push_back(&m.w.head);
+    arrange_for_decode(in_decode_order, omp_get_max_threads());
     if (c.family == Family::llama) {
         std::size_t n = std::size_t(c.max_seq_len) * (c.head_dim / 2);
         m.rope_cos.resize(n);

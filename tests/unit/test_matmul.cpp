@@ -1,5 +1,7 @@
 // engine.matmul: the decode kernel (small M) and the oneDNN path (large M)
 // against the plain reference, in f32 and bf16.
+#include <omp.h>
+
 #include "check.hpp"
 #include "matmul.hpp"
 #include "reference.hpp"
@@ -48,6 +50,40 @@ TEST_CASE("engine.matmul.rows_round_trip") {
         std::vector<bf16> w16(w.size());
         for (std::size_t i = 0; i < w.size(); i++) w16[i] = f32_to_bf16(w[i]);
         CHECK(linear_rows_bf16(make_linear(w, {}, K, N, Precision::bf16)) == w16);
+    }
+}
+
+TEST_CASE("engine.matmul.arranged_for_decode") {
+    // Panels moved into per-thread arenas give the same products, whatever the
+    // thread count the kernel then runs with (equal to the parts, or not), and
+    // the same row-major weights back.
+    const int saved = omp_get_max_threads();
+    for (Precision p : {Precision::f32, Precision::bf16}) {
+        auto w1 = randn(std::size_t(300) * 256, 31, 0.1f), w2 = randn(std::size_t(256) * 700, 32, 0.1f);
+        auto b2 = randn(256, 33);
+        Linear a = make_linear(w1, {}, 256, 300, p), b = make_linear(w2, b2, 700, 256, p);
+        const auto rows_a = p == Precision::f32 ? linear_rows_f32(a) : std::vector<float>{};
+        const auto x1 = randn(std::size_t(kSmallM) * 256, 34), x2 = randn(std::size_t(kSmallM) * 700, 35);
+        for (int M : {1, 3, 16}) {
+            std::vector<float> ya(std::size_t(M) * 300), yb(std::size_t(M) * 256);
+            linear_small_m(a, x1.data(), M, ya.data());
+            linear_small_m(b, x2.data(), M, yb.data());
+            Linear a3 = a, b3 = b;
+            arrange_for_decode({&a3, &b3}, 3);
+            REQUIRE(a3.parts.size() == 3);
+            CHECK(a3.store == b3.store);  // one set of arenas for both
+            for (int threads : {1, 2, 3}) {
+                omp_set_num_threads(threads);
+                std::vector<float> ga(ya.size()), gb(yb.size());
+                linear_small_m(a3, x1.data(), M, ga.data());
+                linear_small_m(b3, x2.data(), M, gb.data());
+                INFO(precision_name(p) << " M=" << M << " threads=" << threads);
+                CHECK(ga == ya);
+                CHECK(gb == yb);
+            }
+            omp_set_num_threads(saved);
+            if (p == Precision::f32) CHECK(linear_rows_f32(a3) == rows_a);
+        }
     }
 }
 
