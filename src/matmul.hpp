@@ -45,6 +45,11 @@ struct HugePageAllocator {
     HugePageAllocator(const HugePageAllocator<U>&) {}
     T* allocate(std::size_t n);
     void deallocate(T* p, std::size_t n);
+    // vector(n) does not zero-fill: fresh mmap'd pages read as zero already,
+    // and leaving them untouched keeps them uncommitted until written (the
+    // arenas of arrange_for_decode fill up while the old copies are freed).
+    template <typename U>
+    void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
     bool operator==(const HugePageAllocator&) const { return true; }
 };
 template <typename T>
