@@ -47,17 +47,9 @@ __global__ void decode_split_kernel(const float* q, int q_stride, KVLayer c, con
     }
     __syncthreads();
 
-    // Local softmax statistics over this split's keys.
-    float m = -INFINITY;
-    for (int s = threadIdx.x; s < nk; s += blockDim.x) m = fmaxf(m, sc[s]);
-    m = block_max(m);
-    float l = 0.0f;
-    for (int s = threadIdx.x; s < nk; s += blockDim.x) {
-        const float e = expf(sc[s] - m);
-        sc[s] = e;
-        l += e;
-    }
-    l = block_sum(l);  // its barriers also publish the sc[] writes
+    // Local softmax statistics over this split's keys (sc[] becomes the exps).
+    float m;
+    const float l = block_exp_sum(sc, nk, &m);
 
     // Unnormalised output: o[d] = sum_s e^(score_s - m) v_s[d].
     const float* V = c.v + c.row(slots[r], kv_h, k0);
@@ -146,16 +138,7 @@ __global__ void causal_softmax_kernel(float* scores, int tc, int nk, int first_p
     const int h = blockIdx.x / tc, t = blockIdx.x % tc;
     float* p = scores + (std::size_t(h) * tc + t) * nk;
     const int valid = first_pos + t + 1;
-    float m = -INFINITY;
-    for (int s = threadIdx.x; s < valid; s += blockDim.x) m = fmaxf(m, p[s]);
-    m = block_max(m);
-    float sum = 0.0f;
-    for (int s = threadIdx.x; s < valid; s += blockDim.x) {
-        const float e = expf(p[s] - m);
-        p[s] = e;
-        sum += e;
-    }
-    const float inv = 1.0f / block_sum(sum);
+    const float inv = 1.0f / block_exp_sum(p, valid);
     // Each thread rescales the entries it wrote itself, and zeroes the masked ones.
     for (int s = threadIdx.x; s < nk; s += blockDim.x) p[s] = s < valid ? p[s] * inv : 0.0f;
 }

@@ -12,27 +12,36 @@ namespace pd::gpu {
 
 constexpr int kWarp = 32;
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+struct SumOp {
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// Reduction of v over the 32 lanes of a warp; every lane gets the result.
+template <typename Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
+    for (int o = kWarp / 2; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, SumOp{}); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce(v, MaxOp{}); }
 
-// Sum of v over the whole block (blockDim.x a multiple of 32, at most 1024).
-// Every thread gets the total. Safe to call several times in a row.
-__device__ __forceinline__ float block_sum(float v) {
+// Reduction of v over the whole block with Op (sum or max; identity is its
+// neutral value). blockDim.x a multiple of 32, at most 1024. Every thread gets
+// the result. Safe to call several times in a row.
+template <typename Op>
+__device__ __forceinline__ float block_reduce(float v, float identity, Op op) {
     __shared__ float partial[kWarp];
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    v = warp_sum(v);
+    v = warp_reduce(v, op);
     if (lane == 0) partial[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        float t = lane < int(blockDim.x / kWarp) ? partial[lane] : 0.0f;
-        t = warp_sum(t);
+        float t = lane < int(blockDim.x / kWarp) ? partial[lane] : identity;
+        t = warp_reduce(t, op);
         if (lane == 0) partial[0] = t;
     }
     __syncthreads();
@@ -41,22 +50,25 @@ __device__ __forceinline__ float block_sum(float v) {
     return total;
 }
 
-// Maximum of v over the whole block; same rules as block_sum.
-__device__ __forceinline__ float block_max(float v) {
-    __shared__ float partial[kWarp];
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    v = warp_max(v);
-    if (lane == 0) partial[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        float t = lane < int(blockDim.x / kWarp) ? partial[lane] : -INFINITY;
-        t = warp_max(t);
-        if (lane == 0) partial[0] = t;
+__device__ __forceinline__ float block_sum(float v) { return block_reduce(v, 0.0f, SumOp{}); }
+__device__ __forceinline__ float block_max(float v) { return block_reduce(v, -INFINITY, MaxOp{}); }
+
+// The numerator of a softmax over p[0, n), by the whole block: p[s] becomes
+// exp(p[s] - m), m the maximum (stored in *m if given); returns the sum of the exps.
+// Each thread writes the entries s = threadIdx.x mod blockDim.x; block_sum's
+// barriers make every write visible to the whole block before it returns.
+__device__ __forceinline__ float block_exp_sum(float* p, int n, float* m = nullptr) {
+    float mx = -INFINITY;
+    for (int s = threadIdx.x; s < n; s += blockDim.x) mx = fmaxf(mx, p[s]);
+    mx = block_max(mx);
+    float sum = 0.0f;
+    for (int s = threadIdx.x; s < n; s += blockDim.x) {
+        const float e = expf(p[s] - mx);
+        p[s] = e;
+        sum += e;
     }
-    __syncthreads();
-    float total = partial[0];
-    __syncthreads();
-    return total;
+    if (m) *m = mx;
+    return block_sum(sum);
 }
 
 // Stores a float as float or as bf16 (round to nearest even).

@@ -61,17 +61,12 @@ __global__ void decode_v2(float* out, const float* q, const float* K, const floa
     const float* Kb = K + (std::size_t(b) * Hkv + g) * N * D;
     const float* Vb = V + (std::size_t(b) * Hkv + g) * N * D;
     const float scale = 1.0f / sqrtf(float(D));
-    float mx = -INFINITY;
     for (int s = threadIdx.x; s < N; s += blockDim.x) {
         float dot = 0.0f;
         for (int d = 0; d < D; d++) dot += qv[d] * Kb[std::size_t(s) * D + d];
         sc[s] = dot * scale;
-        mx = fmaxf(mx, sc[s]);
     }
-    mx = pd::gpu::block_max(mx);
-    float sum = 0.0f;
-    for (int s = threadIdx.x; s < N; s += blockDim.x) sum += (sc[s] = expf(sc[s] - mx));
-    sum = pd::gpu::block_sum(sum);
+    const float sum = pd::gpu::block_exp_sum(sc, N);  // sc[] becomes exp(score - max)
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float acc = 0.0f;
         for (int s = 0; s < N; s++) acc += sc[s] * Vb[std::size_t(s) * D + d];
@@ -88,19 +83,7 @@ void cpu_reference(std::vector<float>& out, const std::vector<float>& q, const s
             const float* qv = &q[(std::size_t(b) * H + h) * D];
             const float* Kb = &K[(std::size_t(b) * Hkv + g) * N * D];
             const float* Vb = &V[(std::size_t(b) * Hkv + g) * N * D];
-            double mx = -1e300, sum = 0;
-            for (int s = 0; s < N; s++) {
-                double dot = 0;
-                for (int d = 0; d < D; d++) dot += double(qv[d]) * Kb[std::size_t(s) * D + d];
-                p[s] = dot / std::sqrt(double(D));
-                mx = std::max(mx, p[s]);
-            }
-            for (int s = 0; s < N; s++) sum += (p[s] = std::exp(p[s] - mx));
-            for (int d = 0; d < D; d++) {
-                double acc = 0;
-                for (int s = 0; s < N; s++) acc += p[s] / sum * Vb[std::size_t(s) * D + d];
-                out[(std::size_t(b) * H + h) * D + d] = float(acc);
-            }
+            dev::reference_attention_row(&out[(std::size_t(b) * H + h) * D], qv, Kb, Vb, N, D, p);
         }
 }
 

@@ -62,17 +62,12 @@ __global__ void prefill_v2(float* out, const float* q, const float* K, const flo
     const float* Kg = K + std::size_t(g) * T * D;
     const float* Vg = V + std::size_t(g) * T * D;
     const float scale = 1.0f / sqrtf(float(D));
-    float mx = -INFINITY;
     for (int s = threadIdx.x; s <= t; s += blockDim.x) {
         float dot = 0.0f;
         for (int d = 0; d < D; d++) dot += qv[d] * Kg[std::size_t(s) * D + d];
         sc[s] = dot * scale;
-        mx = fmaxf(mx, sc[s]);
     }
-    mx = pd::gpu::block_max(mx);
-    float sum = 0.0f;
-    for (int s = threadIdx.x; s <= t; s += blockDim.x) sum += (sc[s] = expf(sc[s] - mx));
-    sum = pd::gpu::block_sum(sum);
+    const float sum = pd::gpu::block_exp_sum(sc, t + 1);  // sc[] becomes exp(score - max)
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float acc = 0.0f;
         for (int s = 0; s <= t; s++) acc += sc[s] * Vg[std::size_t(s) * D + d];
@@ -150,19 +145,8 @@ void cpu_reference_rows(std::vector<float>& out, const std::vector<int>& rows, c
         for (int h = 0; h < H; h++) {
             const int g = h / (H / Hkv);
             const float* qv = &q[(std::size_t(t) * H + h) * D];
-            double mx = -1e300, sum = 0;
-            for (int s = 0; s <= t; s++) {
-                double dot = 0;
-                for (int d = 0; d < D; d++) dot += double(qv[d]) * K[(std::size_t(g) * T + s) * D + d];
-                p[s] = dot / std::sqrt(double(D));
-                mx = std::max(mx, p[s]);
-            }
-            for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
-            for (int d = 0; d < D; d++) {
-                double acc = 0;
-                for (int s = 0; s <= t; s++) acc += p[s] / sum * V[(std::size_t(g) * T + s) * D + d];
-                out[(std::size_t(t) * H + h) * D + d] = float(acc);
-            }
+            const std::size_t kv = std::size_t(g) * T * D;
+            dev::reference_attention_row(&out[(std::size_t(t) * H + h) * D], qv, &K[kv], &V[kv], t + 1, D, p);
         }
 }
 

@@ -1,6 +1,6 @@
 // Shared by the development harnesses in gpu/dev (llm.c dev/cuda style):
 // argument parsing, the no-GPU exit, random data, validation against a CPU
-// reference, event timing, and the card's peak numbers.
+// reference (and the attention reference), event timing, and the card's peak numbers.
 //
 // Every harness validates each kernel version against its CPU reference
 // BEFORE timing it, and exits 1 on a mismatch: a fast wrong kernel is not a
@@ -100,6 +100,25 @@ std::vector<T> to_host(const T* d, std::size_t n) {
     return h;
 }
 
+// The CPU reference of attention for one query row q (D) against n rows of
+// keys and values, K and V (n, D) contiguous, in double: softmax(q K^T / sqrt(D)) V.
+// p: scratch of at least n doubles.
+inline void reference_attention_row(float* out, const float* q, const float* K, const float* V, int n, int D,
+                                    std::vector<double>& p) {
+    double mx = -1e300, sum = 0;
+    for (int s = 0; s < n; s++) {
+        double dot = 0;
+        for (int d = 0; d < D; d++) dot += double(q[d]) * K[std::size_t(s) * D + d];
+        p[s] = dot / std::sqrt(double(D));
+        mx = std::max(mx, p[s]);
+    }
+    for (int s = 0; s < n; s++) sum += (p[s] = std::exp(p[s] - mx));
+    for (int d = 0; d < D; d++) {
+        double acc = 0;
+        for (int s = 0; s < n; s++) acc += p[s] / sum * V[std::size_t(s) * D + d];
+        out[d] = float(acc);
+    }
+}
 // |got - ref| <= atol + rtol |ref| at every checked index; prints the worst.
 inline bool validate(const char* what, const std::vector<float>& got, const std::vector<float>& ref,
                      const std::vector<std::size_t>& indices, float atol = 1e-4f, float rtol = 1e-3f) {
