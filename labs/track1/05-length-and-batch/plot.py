@@ -23,10 +23,27 @@ def save(fig, out_dir, name):
     print(f"  {name}.png, {name}.svg")
 
 
+def finish(ax, xlabel, ylabel, title, legend=False, from_zero=True):
+    """Labels, title, a light grid; the y axis from 0 unless from_zero is False."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if from_zero:
+        ax.set_ylim(bottom=0)
+    if legend:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both" if ax.get_yscale() == "log" else "major")
+
+
+def median_with_p90(ax, x, rows, fmt, label):
+    """The median times as points, each with a bar up to its p90."""
+    up = [max(0.0, r["p90_ms"] - r["median_ms"]) for r in rows]
+    ax.errorbar(x, [r["median_ms"] for r in rows], yerr=[[0.0] * len(up), up], fmt=fmt, color="C0", capsize=3,
+                label=label)
+
+
 def plot_prefill(plt, rows, out_dir):
     P = [r["prompt_len"] for r in rows]
-    ms = [r["median_ms"] for r in rows]
-    up = [max(0.0, r["p90_ms"] - r["median_ms"]) for r in rows]
     # The fit's coefficients, recovered from its columns.
     last = rows[-1]
     a = last["fit_linear_ms"] / last["prompt_len"]
@@ -34,38 +51,23 @@ def plot_prefill(plt, rows, out_dir):
     c0 = last["fit_ms"] - last["fit_linear_ms"] - last["fit_quadratic_ms"]
     xs = [P[0] + (P[-1] - P[0]) * i / 200 for i in range(201)]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax1.errorbar(P, ms, yerr=[[0.0] * len(up), up], fmt="o", color="C0", capsize=3,
-                 label="measured (median; bar up to p90)")
+    median_with_p90(ax1, P, rows, "o", "measured (median; bar up to p90)")
     ax1.plot(xs, [c0 + a * x + b * x * x for x in xs], color="C1",
              label=f"fit c0 + aP + bP²  (b = {b:.3g} ms/token²)")
     ax1.plot(xs, [c0 + a * x for x in xs], "--", color="C2", label=f"c0 + aP only  (a = {a:.3g} ms/token)")
-    ax1.set_xlabel("prompt length P (tokens)")
-    ax1.set_ylabel("prefill time (ms)")
-    ax1.set_title("Prefill time against prompt length")
-    ax1.set_ylim(bottom=0)
-    ax1.legend(fontsize=8)
-    ax1.grid(alpha=0.3)
+    finish(ax1, "prompt length P (tokens)", "prefill time (ms)", "Prefill time against prompt length", legend=True)
     ax2.plot(P, [1000 * r["ms_per_token"] for r in rows], "o-", color="C3")
-    ax2.set_xlabel("prompt length P (tokens)")
-    ax2.set_ylabel("prefill time per prompt token (µs)")
-    ax2.set_title("Per prompt token: flat where time is linear in P,\nrising where attention (∝ P per token) counts")
-    ax2.set_ylim(bottom=0)
-    ax2.grid(alpha=0.3)
+    finish(ax2, "prompt length P (tokens)", "prefill time per prompt token (µs)",
+           "Per prompt token: flat where time is linear in P,\nrising where attention (∝ P per token) counts")
     save(fig, out_dir, "prefill_vs_prompt_len")
 
 
 def plot_decode(plt, rows, out_dir):
     L = [r["cache_len"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    up = [max(0.0, r["p90_ms"] - r["median_ms"]) for r in rows]
-    ax.errorbar(L, [r["median_ms"] for r in rows], yerr=[[0.0] * len(up), up], fmt="o-", color="C0", capsize=3,
-                label="median; bar up to p90")
-    ax.legend(fontsize=8)
-    ax.set_xlabel("cache length read by the step (tokens)")
-    ax.set_ylabel("one decode step (ms)")
-    ax.set_title("Decode step against cache length\n(weights: same every step; cache: grows with length)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
+    median_with_p90(ax, L, rows, "o-", "median; bar up to p90")
+    finish(ax, "cache length read by the step (tokens)", "one decode step (ms)",
+           "Decode step against cache length\n(weights: same every step; cache: grows with length)", legend=True)
     save(fig, out_dir, "decode_vs_cache_len")
 
 
@@ -74,12 +76,8 @@ def plot_output(plt, rows, out_dir):
     fig, ax = plt.subplots(figsize=(6, 4.2))
     ax.plot(n, [r["total_ms"] for r in rows], "o-", color="C0", label="total (prefill + decode steps)")
     ax.plot(n, [r["ttft_ms"] for r in rows], "s--", color="C1", label="time to first token")
-    ax.set_xlabel("output tokens")
-    ax.set_ylabel("time (ms)")
-    ax.set_title("Total time against output length\n(prefill once, then one decode step per token)")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    finish(ax, "output tokens", "time (ms)",
+           "Total time against output length\n(prefill once, then one decode step per token)", legend=True)
     save(fig, out_dir, "total_vs_output_len")
 
 
@@ -90,18 +88,12 @@ def plot_batch(plt, rows, out_dir):
     ax1.plot(B, [r["prefill_tokens_per_s"] for r in rows], "s-", color="C1", label="prefill")
     ax1.set_xscale("log", base=2)
     ax1.set_yscale("log")
-    ax1.set_xlabel("batch size B")
-    ax1.set_ylabel("throughput (tokens/s, all sequences)")
-    ax1.set_title("Throughput against batch size")
-    ax1.legend(fontsize=8)
-    ax1.grid(alpha=0.3, which="both")
+    finish(ax1, "batch size B", "throughput (tokens/s, all sequences)", "Throughput against batch size",
+           legend=True, from_zero=False)
     ax2.plot(B, [r["per_request_ms_per_token"] for r in rows], "o-", color="C2")
     ax2.set_xscale("log", base=2)
-    ax2.set_xlabel("batch size B")
-    ax2.set_ylabel("decode step = each request's ms per token")
-    ax2.set_title("What each request pays for sharing the step")
-    ax2.set_ylim(bottom=0)
-    ax2.grid(alpha=0.3)
+    finish(ax2, "batch size B", "decode step = each request's ms per token",
+           "What each request pays for sharing the step")
     for ax in (ax1, ax2):
         ax.set_xticks(B)
         ax.set_xticklabels([str(int(b)) for b in B])
