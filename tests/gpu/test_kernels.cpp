@@ -51,6 +51,21 @@ constexpr float kBf16Rtol = 1.0f / 128;
 
 const int kRowShapes[][2] = {{1, 64}, {5, 768}, {33, 2048}, {3, 100}, {2, 4097}};
 
+// A one-layer cache of random K (seed) and V (seed + 1), on the host and the
+// same values on the device.
+struct RandomCache {
+    KVCache host;
+    gpu::DeviceKVCache dev;
+};
+RandomCache random_cache(int B, int Hkv, int S, int D, unsigned seed) {
+    RandomCache r{make_kv_cache(1, B, Hkv, S, D), gpu::make_device_kv_cache(1, B, Hkv, S, D)};
+    r.host.k = randn(r.host.k.size(), seed);
+    r.host.v = randn(r.host.v.size(), seed + 1);
+    r.dev.k.upload(r.host.k.data(), r.host.k.size());
+    r.dev.v.upload(r.host.v.data(), r.host.v.size());
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE("gpu.kernels.rmsnorm") {
@@ -245,12 +260,7 @@ TEST_CASE("gpu.kernels.attention_decode") {
     for (int D : {64, 128, 80})
         for (int Hkv : {8, 2, 1}) {
             INFO("head_dim " << D << " kv heads " << Hkv);
-            KVCache c = make_kv_cache(1, B, Hkv, S, D);
-            c.k = randn(c.k.size(), 20);
-            c.v = randn(c.v.size(), 21);
-            gpu::DeviceKVCache dc = gpu::make_device_kv_cache(1, B, Hkv, S, D);
-            dc.k.upload(c.k.data(), c.k.size());
-            dc.v.upload(c.v.data(), c.v.size());
+            auto [c, dc] = random_cache(B, Hkv, S, D, 20);
             // Each length alone, then all four in one batch.
             std::vector<std::vector<int>> cases = {{1}, {17}, {300}, {2048}, {1, 17, 300, 2048}};
             for (const auto& lens : cases) {
@@ -294,12 +304,7 @@ TEST_CASE("gpu.kernels.attention_prefill") {
     for (const Case& k : cases) {
         const int D = k.D, Hkv = k.Hkv, start = k.start, T = k.T, stride = H * D + 2 * Hkv * D;
         INFO("head_dim " << D << " kv heads " << Hkv << " start " << start << " T " << T);
-        KVCache c = make_kv_cache(1, B, Hkv, S, D);
-        c.k = randn(c.k.size(), 23);
-        c.v = randn(c.v.size(), 24);
-        gpu::DeviceKVCache dc = gpu::make_device_kv_cache(1, B, Hkv, S, D);
-        dc.k.upload(c.k.data(), c.k.size());
-        dc.v.upload(c.v.data(), c.v.size());
+        auto [c, dc] = random_cache(B, Hkv, S, D, 23);
         auto qrows = randn(std::size_t(T) * stride, 25, 2.0f);
         std::vector<float> q(std::size_t(T) * H * D), ref(q.size());
         for (int t = 0; t < T; t++)
