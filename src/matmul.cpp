@@ -425,17 +425,18 @@ struct SmallM {
 // Panels [a, b) for all M rows of x, 8 rows at a time.
 void small_m_panels(const SmallM& s, int a, int b) {
     const Linear& L = s.L;
-    const int K = L.in, N = L.out, Kh = (K + 1) / 2;
+    const int K = L.in, N = L.out;
     const float* bias_all = L.bias.empty() ? nullptr : L.bias.data();
     for (int p = a; p < b; p++) {
         const int n0 = p * kPanel, ncols = std::min(kPanel, N - n0);
         const float* bias = bias_all ? bias_all + n0 : nullptr;
+        const std::byte* panel = L.panel(p);
         for (int m0 = 0; m0 < s.M; m0 += 8) {
             const int mb = std::min(8, s.M - m0);
             float* y = s.y + std::size_t(m0) * N + n0;
 #if defined(__AVX512F__)
             if (L.precision == Precision::f32) {
-                const float* wp = reinterpret_cast<const float*>(L.panel(p));
+                const float* wp = reinterpret_cast<const float*>(panel);
                 const float* x = s.x + std::size_t(m0) * K;
                 switch (mb) {
                     case 8: panel_f32<8, 1>(wp, K, x, K, y, N, bias, ncols); break;
@@ -451,7 +452,8 @@ void small_m_panels(const SmallM& s, int a, int b) {
             }
 #endif
 #if defined(__AVX512BF16__)
-            const bf16* wp = reinterpret_cast<const bf16*>(L.panel(p));
+            const bf16* wp = reinterpret_cast<const bf16*>(panel);
+            const int Kh = (K + 1) / 2;
             const std::uint32_t* h = s.xh + std::size_t(m0) * s.ldx;
             const std::uint32_t* l = s.xl + std::size_t(m0) * s.ldx;
             if (s.M < kBf16RoundXMinM) panel_bf16_rows<true>(mb, wp, Kh, h, l, s.ldx, y, N, bias, ncols);
@@ -464,8 +466,8 @@ void small_m_panels(const SmallM& s, int a, int b) {
                     float sum = 0.0f;
                     for (int k = 0; k < K; k++) {
                         const float wv = L.precision == Precision::f32
-                            ? reinterpret_cast<const float*>(L.panel(p))[std::size_t(k) * kPanel + c]
-                            : bf16_to_f32(reinterpret_cast<const bf16*>(L.panel(p))[(std::size_t(k / 2) * kPanel + c) * 2 + (k & 1)]);
+                            ? reinterpret_cast<const float*>(panel)[std::size_t(k) * kPanel + c]
+                            : bf16_to_f32(reinterpret_cast<const bf16*>(panel)[(std::size_t(k / 2) * kPanel + c) * 2 + (k & 1)]);
                         sum += wv * x[k];
                     }
                     y[std::size_t(m) * N + c] = sum + (bias ? bias[c] : 0.0f);
