@@ -19,14 +19,14 @@ void attend_one(float* out, const float* q, const KVCache& c, int layer, int b, 
 
 // Prefill: T queries of sequence b at positions start .. start+T-1, whose K/V
 // are already in the cache. Query i sees positions 0 .. start+i (causal).
-// q, out: (T, n_heads * head_dim). scratch: (threads, max_seq) floats.
+// q, out: (T, n_heads * head_dim).
 void attention_prefill(float* out, const float* q, const KVCache& c, int layer, int b, int start,
-                       int T, int n_heads, float* scratch);
+                       int T, int n_heads);
 
 // Decode: one query per sequence; row r belongs to sequence slots[r] at
 // position pos[r] and sees positions 0 .. pos[r].
 // q, out: (rows, n_heads * head_dim).
 void attention_decode(float* out, const float* q, const KVCache& c, int layer, const int* slots,
-                      const int* pos, int rows, int n_heads, float* scratch);
+                      const int* pos, int rows, int n_heads);
 
 }  // namespace pd

@@ -120,8 +120,13 @@ void arrange_for_decode(const std::vector<Linear*>& linears, int threads);
 std::vector<float> linear_rows_f32(const Linear& L);
 std::vector<bf16> linear_rows_bf16(const Linear& L);
 
-// Name of the oneDNN implementation used for M rows (e.g. "brg:avx512_core"),
-// so benchmarks can show that no reference kernel slipped in.
+// The kernel used for M rows: for M <= kSmallM ours and its instruction set
+// (e.g. "pdlab panel kernel, AVX2"), above it oneDNN's implementation (e.g.
+// "brg:avx512_core"), so benchmarks can show that no reference kernel slipped in.
 std::string linear_impl_name(const Linear& L, int M);
+
+// Both kernels a Linear runs on, for `pdlab info` and `bench`, e.g.
+// "decode: pdlab panel kernel, AVX2; prefill: oneDNN brg:avx2 (bf16 as f32)".
+std::string describe_kernels(const Linear& L);
 
 }  // namespace pd

@@ -32,7 +32,6 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     std::size_t R = std::size_t(rows);
     int mlp_rows = c.family == Family::llama ? 2 * c.hidden_dim : c.hidden_dim;
     st.capacity = rows;
-    st.threads = omp_get_max_threads();
     st.x.resize(R * c.dim);
     st.xn.resize(R * c.dim);
     st.qkv.resize(R * (c.q_dim() + 2 * c.kv_dim()));
@@ -41,7 +40,6 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     st.proj.resize(R * c.dim);
     st.mlp_h.resize(R * mlp_rows);
     st.mlp_act.resize(R * c.hidden_dim);
-    st.scores.resize(std::size_t(st.threads) * c.max_seq_len);
     st.token.resize(R);
     st.slot.resize(R);
     st.pos.resize(R);
@@ -121,10 +119,10 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
         //    Decode : one query per sequence, each sees its whole cache.
         if (phase == Phase::prefill)
             attention_prefill(st.att.data(), st.q.data(), cache, l, st.slot[0], st.pos[0], rows,
-                              c.n_heads, st.scores.data());
+                              c.n_heads);
         else
             attention_decode(st.att.data(), st.q.data(), cache, l, st.slot.data(), st.pos.data(),
-                             rows, c.n_heads, st.scores.data());
+                             rows, c.n_heads);
 
         // 7. Output projection and residual: x += att @ Wo^T.
         linear_forward(L.attn_out, st.att.data(), rows, st.proj.data());
@@ -159,15 +157,6 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
     return st.logits.data();
 }
 
-void ensure_threads(RunState& st, const Config& c) {
-    // A caller that raised the thread count after make_run_state(): grow the
-    // per-thread scratch (outside any decode loop that keeps threads fixed).
-    if (omp_get_max_threads() > st.threads) {
-        st.threads = omp_get_max_threads();
-        st.scores.resize(std::size_t(st.threads) * c.max_seq_len);
-    }
-}
-
 }  // namespace
 
 const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
@@ -182,7 +171,6 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
         fail("{} prompt tokens after {} cached ones exceed the context length of {} "
              "(shorten the prompt or generate fewer tokens)", T, start, cache.max_seq);
     if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
-    ensure_threads(st, c);
     for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
     st.keep_rows.clear();
     if (keep == Keep::all)
@@ -202,7 +190,6 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
         fail("decode needs one token per sequence ({} slots, {} tokens)", slots.size(), tokens.size());
     if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
     check_tokens(c, tokens);
-    ensure_threads(st, c);
     st.keep_rows.clear();
     for (int r = 0; r < rows; r++) {
         int b = slots[r];

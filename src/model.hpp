@@ -34,7 +34,6 @@ Model make_model(Config config, Weights w, Precision precision);
 // decode never allocates.
 struct RunState {
     int capacity = 0;            // rows a forward pass can take
-    int threads = 0;             // attention scratch is per OpenMP thread
     std::vector<float> x;        // (rows, dim) residual stream
     std::vector<float> xn;       // (rows, dim) normalised input of a sublayer
     std::vector<float> qkv;      // (rows, q_dim + 2*kv_dim) projections [q | k | v]
@@ -45,7 +44,6 @@ struct RunState {
     std::vector<float> mlp_act;  // (rows, hidden) after activation
     std::vector<float> kept;     // (kept rows, dim) final-normed rows whose logits we want
     std::vector<float> logits;   // (kept rows, vocab)
-    std::vector<float> scores;   // (threads, max_seq) attention scores scratch
     std::vector<int> token;      // (rows) token id of each row
     std::vector<int> slot;       // (rows) cache slot (sequence) of each row
     std::vector<int> pos;        // (rows) position of each row in its sequence

@@ -11,7 +11,8 @@
 // from a data sheet:
 //   - peak: oneDNN's matrix product on large square matrices with weights in
 //     its packed layout (the best our prefill can hope for), f32 and bf16;
-//   - bandwidth: an AVX-512 streaming read of a buffer far larger than the
+//   - bandwidth: a vector streaming read (the best instruction set this CPU
+//     runs, see isa.hpp) of a buffer far larger than the
 //     last-level cache, several independent accumulators, one OpenMP thread
 //     per core, best of a few passes.
 //
@@ -41,7 +42,7 @@ struct BandwidthResult {
 
 // Streams a `bytes` buffer (allocated once and kept for later calls of the
 // same or smaller size, first touched by the threads that read it) with
-// AVX-512 loads into 8 independent accumulators per thread, all OpenMP
+// vector loads into 8 independent accumulators per thread, all OpenMP
 // threads each reading their own contiguous share. Makes passes until both
 // `min_passes` are done and `min_seconds` have passed.
 BandwidthResult measure_read_bandwidth(std::size_t bytes, int min_passes, double min_seconds);

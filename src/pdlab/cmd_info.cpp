@@ -35,6 +35,8 @@ Command add_info(CLI::App& app) {
         std::printf("KV cache         %zu bytes per token (f32), %.1f MB at the full context\n", kv_token,
                     double(kv_token) * c.max_seq_len / 1e6);
         std::printf("device           %s (%s)\n", device_name(s.engine->device()), s.engine->hardware().c_str());
+        if (s.engine->device() == Device::cpu)
+            std::printf("kernels          %s\n", describe_kernels(m.w.layers[0].qkv).c_str());
         if (s.loaded.file_bytes)
             std::printf("loaded           %.1f MB of checkpoint in %.0f ms\n", double(s.loaded.file_bytes) / 1e6,
                         s.loaded.load_ms);

@@ -143,23 +143,29 @@ TEST_CASE("engine.kv_cache.grows_one_column_per_decode_step") {
 }
 
 TEST_CASE("engine.attention.prefill_matches_reference") {
-    // Cache-free reference attention over the same q, k, v, for MHA/GQA/MQA.
-    for (auto [Hq, Hkv] : {std::pair{4, 4}, {8, 2}, {6, 1}}) {
-        const int T = 9, D = 16, S = 16;
-        KVCache c = make_kv_cache(1, 1, Hkv, S, D);
-        auto q = randn(std::size_t(T) * Hq * D, 21), k = randn(std::size_t(T) * Hkv * D, 22),
-             v = randn(std::size_t(T) * Hkv * D, 23);
-        for (int t = 0; t < T; t++) kv_write(c, 0, 0, t, &k[std::size_t(t) * Hkv * D], &v[std::size_t(t) * Hkv * D]);
-        std::vector<float> got(q.size()), ref(q.size()), scratch(std::size_t(64) * S);
-        attention_prefill(got.data(), q.data(), c, 0, 0, 0, T, Hq, scratch.data());
-        ref::attention(ref.data(), q.data(), k.data(), v.data(), T, Hq, Hkv, D);
-        check_close(got, ref, 1e-5f, 1e-4f, fmt::format("attention Hq={} Hkv={}", Hq, Hkv));
-        // Decode for the last position equals prefill's last row.
-        std::vector<float> dec(std::size_t(Hq) * D);
-        int slot = 0, pos = T - 1;
-        attention_decode(dec.data(), q.data() + std::size_t(T - 1) * Hq * D, c, 0, &slot, &pos, 1, Hq, scratch.data());
-        check_close(dec.data(), ref.data() + std::size_t(T - 1) * Hq * D, dec.size(), 1e-5f, 1e-4f, "decode row");
-    }
+    // Cache-free reference attention over the same q, k, v, for MHA/GQA/MQA;
+    // head sizes that are and are not a multiple of the vector width (the
+    // kernels' tails), and prompts longer than one query block (32 with
+    // AVX-512) and than one online-softmax chunk of keys (64).
+    for (auto [Hq, Hkv] : {std::pair{4, 4}, {8, 2}, {6, 1}})
+        for (auto [T, D] : {std::pair{9, 16}, {70, 20}, {33, 64}, {130, 8}}) {
+            const int S = T + 3;
+            KVCache c = make_kv_cache(1, 1, Hkv, S, D);
+            auto q = randn(std::size_t(T) * Hq * D, 21), k = randn(std::size_t(T) * Hkv * D, 22),
+                 v = randn(std::size_t(T) * Hkv * D, 23);
+            for (int t = 0; t < T; t++) kv_write(c, 0, 0, t, &k[std::size_t(t) * Hkv * D], &v[std::size_t(t) * Hkv * D]);
+            std::vector<float> got(q.size()), ref(q.size());
+            attention_prefill(got.data(), q.data(), c, 0, 0, 0, T, Hq);
+            ref::attention(ref.data(), q.data(), k.data(), v.data(), T, Hq, Hkv, D);
+            const auto what = fmt::format("attention Hq={} Hkv={} T={} D={}", Hq, Hkv, T, D);
+            check_close(got, ref, 1e-5f, 1e-4f, what);
+            // Decode for the last position equals prefill's last row.
+            std::vector<float> dec(std::size_t(Hq) * D);
+            int slot = 0, pos = T - 1;
+            attention_decode(dec.data(), q.data() + std::size_t(T - 1) * Hq * D, c, 0, &slot, &pos, 1, Hq);
+            check_close(dec.data(), ref.data() + std::size_t(T - 1) * Hq * D, dec.size(), 1e-5f, 1e-4f,
+                        "decode row, " + what);
+        }
 }
 
 TEST_CASE("engine.attention.gqa_head_map") {
