@@ -34,11 +34,18 @@ const Isa* isa_of_target(std::int64_t target) {
     return nullptr;
 }
 
-// The compiled targets this CPU can run, best (lowest bit) first.
-std::vector<std::int64_t> runnable_targets() {
+// The compiled targets in `supported`, best (lowest bit) first.
+std::vector<std::int64_t> targets_in(std::int64_t supported) {
     std::vector<std::int64_t> out;
-    for (std::int64_t t = hwy::SupportedTargets() & HWY_TARGETS; t != 0; t &= t - 1) out.push_back(t & -t);
+    for (std::int64_t t = supported & HWY_TARGETS; t != 0; t &= t - 1) out.push_back(t & -t);
     return out;
+}
+
+// The compiled targets this CPU can run, whatever PDLAB_ISA says: read once,
+// before choose() caps what Highway reports.
+const std::vector<std::int64_t>& runnable_targets() {
+    static const std::vector<std::int64_t> all = targets_in(hwy::SupportedTargets());
+    return all;
 }
 
 // oneDNN follows an x86 cap, so that bf16 prefill takes the path such a CPU has.
@@ -68,8 +75,9 @@ std::string choose() {
         hwy::SetSupportedTargetsForTest(hwy::SupportedTargets() & ~(chosen->target - 1));
         cap_onednn(chosen->target);
     }
-    const Isa* best = isa_of_target(runnable_targets().front());
-    return best ? best->shown : hwy::TargetName(runnable_targets().front());
+    const std::int64_t used = targets_in(hwy::SupportedTargets()).front();
+    const Isa* i = isa_of_target(used);
+    return i ? i->shown : hwy::TargetName(used);
 }
 
 }  // namespace

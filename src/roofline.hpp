@@ -45,7 +45,12 @@ struct BandwidthResult {
 // vector loads into 8 independent accumulators per thread, all OpenMP
 // threads each reading their own contiguous share. Makes passes until both
 // `min_passes` are done and `min_seconds` have passed.
-BandwidthResult measure_read_bandwidth(std::size_t bytes, int min_passes, double min_seconds);
+// With ReadLoop::libc_memchr the same buffer is read by glibc's memchr (for
+// a byte it does not hold) instead: the C library's own tuned streaming read,
+// a yardstick that shares no code with the probe.
+enum class ReadLoop { probe, libc_memchr };
+BandwidthResult measure_read_bandwidth(std::size_t bytes, int min_passes, double min_seconds,
+                                       ReadLoop loop = ReadLoop::probe);
 
 // A quick probe (about `seconds`, on a 256 MiB buffer) for benchmarks to run
 // right before and after their timed loops: DRAM bandwidth drifts on a shared

@@ -275,6 +275,16 @@ def check_case(name, family, dtype, kw, P, precision, pdlab, work, extra, timeou
     return not problems, desc, info, problems, hints
 
 
+def select_isa(pdlab, isa):
+    """Sets PDLAB_ISA for every pdlab run, or exits 77 where that run would add nothing."""
+    isas = subprocess.run([pdlab, "isa", "--list"], stdout=subprocess.PIPE, text=True, check=True).stdout.split()
+    if isa not in isas[1:]:
+        print("PDLAB_ISA=%s: %s" % (isa, "this machine's best instruction set, covered by the plain run"
+                                    if isas[:1] == [isa] else "this machine cannot run it"))
+        sys.exit(77)
+    os.environ["PDLAB_ISA"] = isa
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pdlab", default=DEFAULT_PDLAB)
@@ -284,6 +294,8 @@ def main():
     ap.add_argument("--extra", default="", help="extra arguments for every pdlab call, e.g. '--threads 1'")
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--skip-no-cache", action="store_true", help="do not also run generate --no-cache")
+    ap.add_argument("--isa", help="run pdlab with PDLAB_ISA=ISA (skipped, exit 77, where this CPU cannot "
+                                  "run it or it is the best one, which the plain run covers)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     cases = CASES
@@ -299,6 +311,8 @@ def main():
     if not os.access(a.pdlab, os.X_OK):
         sys.exit("pdlab not found or not executable: %s" % a.pdlab)
     pdlab = os.path.abspath(a.pdlab)
+    if a.isa:
+        select_isa(pdlab, a.isa)
     extra = shlex.split(a.extra)
     n_ok = n_bad = 0
     ctx = tempfile.TemporaryDirectory(prefix="pdlab_ref_") if not a.keep else None

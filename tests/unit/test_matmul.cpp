@@ -2,7 +2,12 @@
 // against the plain reference, in f32 and bf16.
 #include <omp.h>
 
+#include <cstdlib>
+#include <map>
+#include <string>
+
 #include "check.hpp"
+#include "isa.hpp"
 #include "matmul.hpp"
 #include "reference.hpp"
 
@@ -104,4 +109,16 @@ TEST_CASE("engine.matmul.no_reference_kernel") {
         INFO("M=" << M << " uses " << impl);
         CHECK(impl.find("ref") == std::string::npos);
     }
+}
+
+TEST_CASE("engine.matmul.kernel_follows_pdlab_isa") {
+    // The decode kernel runs on the instruction set PDLAB_ISA names (the
+    // per-ISA test runs rely on it), else on the best this CPU has.
+    const std::map<std::string, std::string> shown{
+        {"avx512", "AVX-512"}, {"avx2", "AVX2"}, {"neon", "NEON"}, {"scalar", "portable"}};
+    const char* env = std::getenv("PDLAB_ISA");
+    const std::string name = env && std::string(env) != "best" ? env : available_isas().front();
+    Linear L = make_linear(randn(64 * 64, 1), {}, 64, 64, Precision::f32);
+    INFO("PDLAB_ISA=" << name << ", kernel: " << linear_impl_name(L, 1));
+    CHECK(linear_impl_name(L, 1).find(shown.at(name)) != std::string::npos);
 }
