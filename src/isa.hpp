@@ -7,8 +7,8 @@
 //   PDLAB_ISA=best     the default
 //   PDLAB_ISA=avx512   AVX-512 kernels (x86)
 //   PDLAB_ISA=avx2     AVX2 kernels, and oneDNN capped at AVX2 too (x86)
-//   PDLAB_ISA=neon     NEON kernels (ARM64)
-//   PDLAB_ISA=scalar   the portable fallback (slow; for tests)
+//   PDLAB_ISA=neon     NEON kernels (ARM64, its baseline and only choice)
+//   PDLAB_ISA=scalar   the portable fallback (x86; slow, for tests)
 // Asking for an instruction set the CPU lacks, or a name not listed, is a
 // UserError that says what this machine offers.
 #pragma once
