@@ -1,5 +1,6 @@
 #include "generate.hpp"
 
+#include "request.hpp"
 #include "timing.hpp"
 
 namespace pd {
@@ -9,9 +10,7 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     const Config& c = engine.config();
     if (prompt.empty()) fail("the prompt is empty: give --prompt TEXT or --prompt-ids LIST");
     if (opts.max_new_tokens < 0) fail("the number of tokens to generate must be >= 0, got {}", opts.max_new_tokens);
-    for (int t : prompt)
-        if (t < 0 || t >= c.vocab_size)
-            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t, c.vocab_size - 1);
+    check_tokens(c, prompt);
     long need = long(prompt.size()) + opts.max_new_tokens;
     if (need > engine.max_seq())
         fail("the prompt ({} tokens) plus {} new tokens need {} positions, more than the context "

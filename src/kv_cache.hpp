@@ -48,7 +48,7 @@ inline const float* kv_value(const KVCache& c, int layer, int b, int h, int pos)
 // Writes the new token's K and V, each (n_kv_heads * head_dim), at `pos` of sequence b.
 void kv_write(KVCache& c, int layer, int b, int pos, const float* k_new, const float* v_new);
 
-// Forgets sequence b (its slot can take a new request).
+// Forgets sequence b (its slot can take a new request); UserError if there is no slot b.
 void kv_reset(KVCache& c, int b);
 
 // "[1, 8, 5, 64]": the usable K (or V) shape of sequence b in one layer.

@@ -6,6 +6,7 @@
 
 #include "attention.hpp"
 #include "ops.hpp"
+#include "request.hpp"
 
 namespace pd {
 
@@ -67,12 +68,7 @@ namespace {
 
 enum class Phase { prefill, decode };
 
-void check_tokens(const Config& c, std::span<const int> tokens) {
-    for (int t : tokens)
-        if (t < 0 || t >= c.vocab_size)
-            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t,
-                 c.vocab_size - 1);
-}
+CacheRoom room(const KVCache& cache) { return {cache.seq_len, cache.max_seq}; }
 
 // The layers, for the rows described by st.token / st.slot / st.pos.
 // Returns logits for st.keep_rows.
@@ -173,14 +169,8 @@ void ensure_threads(RunState& st, const Config& c) {
 const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
                      std::span<const int> tokens, Keep keep) {
     const Config& c = m.config;
-    const int T = int(tokens.size());
-    if (T == 0) fail("prefill needs at least one token (the prompt is empty)");
-    if (slot < 0 || slot >= cache.batch) fail("sequence slot {} is outside the cache's batch of {}", slot, cache.batch);
-    check_tokens(c, tokens);
-    const int start = cache.seq_len[slot];
-    if (start + T > cache.max_seq)
-        fail("{} prompt tokens after {} cached ones exceed the context length of {} "
-             "(shorten the prompt or generate fewer tokens)", T, start, cache.max_seq);
+    check_prefill(c, room(cache), slot, tokens);
+    const int T = int(tokens.size()), start = cache.seq_len[slot];
     if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
     ensure_threads(st, c);
     for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
@@ -197,20 +187,13 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens) {
     const Config& c = m.config;
+    check_decode(c, room(cache), slots, tokens);
     const int rows = int(tokens.size());
-    if (rows == 0 || slots.size() != tokens.size())
-        fail("decode needs one token per sequence ({} slots, {} tokens)", slots.size(), tokens.size());
     if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
-    check_tokens(c, tokens);
     ensure_threads(st, c);
     st.keep_rows.clear();
     for (int r = 0; r < rows; r++) {
-        int b = slots[r];
-        if (b < 0 || b >= cache.batch) fail("sequence slot {} is outside the cache's batch of {}", b, cache.batch);
-        if (cache.seq_len[b] == 0) fail("decode on sequence {} before any prefill: its cache is empty", b);
-        if (cache.seq_len[b] + 1 > cache.max_seq)
-            fail("sequence {} is full: {} tokens fill the context length of {}", b, cache.seq_len[b], cache.max_seq);
-        st.token[r] = tokens[r], st.slot[r] = b, st.pos[r] = cache.seq_len[b];
+        st.token[r] = tokens[r], st.slot[r] = slots[r], st.pos[r] = cache.seq_len[slots[r]];
         st.keep_rows.push_back(r);
     }
     const float* logits = forward(m, cache, st, rows, Phase::decode);

@@ -183,3 +183,29 @@ TEST_CASE("engine.model.bad_input") {
     int slot = 0, tok = 1;
     CHECK_THROWS_WITH_AS(decode(m, c, s, {&slot, 1}, {&tok, 1}), doctest::Contains("before any prefill"), UserError);
 }
+
+TEST_CASE("engine.model.decode_refuses_a_slot_named_twice") {
+    // Two rows for one sequence would write the same cache position and
+    // advance its length by 2, leaving a hole.
+    auto lm = load_model(kModels[1], Precision::f32, false);
+    EngineOptions o;
+    o.batch = 2;
+    auto engine = make_engine(lm.model, o);
+    engine->prefill(0, some_tokens(4, 97, 1));
+    engine->prefill(1, some_tokens(3, 97, 2));
+    std::vector<int> slots = {1, 0, 1}, next = {5, 6, 7};
+    CHECK_THROWS_WITH_AS(engine->decode(slots, next), doctest::Contains("slot 1 appears twice"), UserError);
+    CHECK(engine->cache_len(0) == 4);
+    CHECK(engine->cache_len(1) == 3);
+}
+
+TEST_CASE("engine.kv_cache.reset_checks_the_slot") {
+    auto lm = load_model(kModels[0], Precision::f32, false);
+    auto engine = make_engine(lm.model, {});
+    for (int slot : {1, -1})
+        CHECK_THROWS_WITH_AS(engine->reset(slot), doctest::Contains("outside the cache's batch of 1"), UserError);
+    GenerateOptions g;
+    g.slot = 1;
+    CHECK_THROWS_WITH_AS(generate(*engine, some_tokens(3, 97, 3), g),
+                         doctest::Contains("outside the cache's batch of 1"), UserError);
+}
