@@ -1,5 +1,7 @@
 #include "generate.hpp"
 
+#include <algorithm>
+
 #include "request.hpp"
 #include "timing.hpp"
 
@@ -11,11 +13,12 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     if (prompt.empty()) fail("the prompt is empty: give --prompt TEXT or --prompt-ids LIST");
     if (opts.max_new_tokens < 0) fail("the number of tokens to generate must be >= 0, got {}", opts.max_new_tokens);
     check_tokens(c, prompt);
-    long need = long(prompt.size()) + opts.max_new_tokens;
+    // The last new token is sampled, never fed back: it takes no position.
+    const long need = long(prompt.size()) + std::max(opts.max_new_tokens - 1, 0);
     if (need > engine.max_seq())
-        fail("the prompt ({} tokens) plus {} new tokens need {} positions, more than the context "
-             "length of {}: shorten the prompt or lower -n", prompt.size(), opts.max_new_tokens, need,
-             engine.max_seq());
+        fail("the prompt ({} tokens) plus {} new tokens need {} positions (the last new token is "
+             "never fed back), more than the context length of {}: shorten the prompt or lower -n",
+             prompt.size(), opts.max_new_tokens, need, engine.max_seq());
 
     GenerateResult res;
     res.prompt_ids.assign(prompt.begin(), prompt.end());

@@ -209,3 +209,20 @@ TEST_CASE("engine.kv_cache.reset_checks_the_slot") {
     CHECK_THROWS_WITH_AS(generate(*engine, some_tokens(3, 97, 3), g),
                          doctest::Contains("outside the cache's batch of 1"), UserError);
 }
+
+TEST_CASE("engine.model.generate_fills_the_context_exactly") {
+    // n new tokens take P + n - 1 positions: the last one is never fed back.
+    auto lm = load_model(kModels[0], Precision::f32, false);  // context 64
+    auto engine = make_engine(lm.model, {});
+    auto prompt = some_tokens(60, 97, 4);
+    GenerateOptions g;
+    g.max_new_tokens = 5;
+    g.stop_at_eos = false;
+    for (bool cache : {true, false}) {
+        g.use_cache = cache;
+        CHECK(generate(*engine, prompt, g).generated_ids.size() == 5);
+        CHECK(engine->cache_len(0) == 64);
+    }
+    g.max_new_tokens = 6;
+    CHECK_THROWS_WITH_AS(generate(*engine, prompt, g), doctest::Contains("context length of 64"), UserError);
+}
