@@ -47,14 +47,16 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     st.slot.resize(R);
     st.pos.resize(R);
     st.keep_rows.reserve(R);
-    // Logits for one row per sequence are always possible without growing.
     st.kept.reserve(R * c.dim);
-    st.logits.reserve(std::size_t(std::min(rows, kSmallM)) * c.vocab_size);
 }
 
 RunState make_run_state(const Config& c, int capacity) {
     RunState st;
     size_run_state(st, c, capacity);
+    // Logits for every row a decode step can take; not in size_run_state,
+    // where a long prompt (which keeps one row's logits) would reserve
+    // prompt length x vocabulary floats.
+    st.logits.reserve(std::size_t(capacity) * c.vocab_size);
     return st;
 }
 

@@ -226,3 +226,17 @@ TEST_CASE("engine.model.generate_fills_the_context_exactly") {
     g.max_new_tokens = 6;
     CHECK_THROWS_WITH_AS(generate(*engine, prompt, g), doctest::Contains("context length of 64"), UserError);
 }
+
+TEST_CASE("engine.model.decode_of_a_full_batch_keeps_its_buffers") {
+    // model.hpp promises that decode never allocates: that holds for a batch
+    // larger than the small-M kernel's 16 rows too.
+    auto lm = load_model(kModels[1], Precision::f32, false);
+    const Model& m = *lm.model;
+    const int B = 20;
+    KVCache c = make_kv_cache(m, B);
+    RunState s = make_run_state(m.config, B);
+    std::vector<int> slots(B), next(B, 3);
+    for (int b = 0; b < B; b++) slots[b] = b, prefill(m, c, s, b, some_tokens(2, 97, b));
+    const float* logits = s.logits.data();
+    CHECK(decode(m, c, s, slots, next) == logits);
+}
