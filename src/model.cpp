@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "attention.hpp"
 #include "ops.hpp"
@@ -72,9 +73,16 @@ enum class Phase { prefill, decode };
 
 CacheRoom room(const KVCache& cache) { return {cache.seq_len, cache.max_seq}; }
 
+// One forward pass at a time in the process. Engines that share a model share
+// its packed weights, whose oneDNN scratch is per row count, not per engine,
+// and every pass uses oneDNN's one CPU stream (matmul.cpp). A pass spreads
+// over every core already, so two threads lose nothing by taking turns.
+std::mutex forward_mutex;
+
 // The layers, for the rows described by st.token / st.slot / st.pos.
 // Returns logits for st.keep_rows.
 const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Phase phase) {
+    std::lock_guard lock(forward_mutex);
     const Config& c = m.config;
     const Weights& w = m.w;
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;

@@ -70,6 +70,9 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
 
 // One new token for each sequence in `slots` (each named once). Returns
 // logits (rows, vocab).
+//
+// Several engines (or threads) may share one Model: forward passes take
+// turns, since they share scratch inside the packed weights (see model.cpp).
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens);
 
