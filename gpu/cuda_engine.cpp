@@ -225,7 +225,8 @@ private:
         std::size_t free_b = 0, total_b = 0;
         PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
         const double weights = double(weight_bytes_on_device());
-        const double cache = 2.0 * c.n_layers * batch * c.n_kv_heads * double(S) * c.head_dim * sizeof(float);
+        const double cache = double(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim,
+                                             std::size_t(batch) * S, sizeof(float)));
         if (weights + cache > double(free_b))
             fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
                  "for batch {} x {} positions) but {} has {:.2f} GiB free: try --precision bf16, a "
@@ -421,9 +422,6 @@ std::string cuda_device_summary() {
 }
 
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
-    std::string why;
-    if (!cuda_device_present(&why)) fail("--device cuda is not available: {}", why);
-    if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
     return std::make_unique<CudaEngine>(std::move(model), opts);
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"
+
 namespace pd {
 
 struct KVCache {
@@ -22,7 +24,7 @@ struct KVCache {
     std::size_t bytes_per_elem() const { return sizeof(float); }
     // Bytes the cache holds for `tokens` positions of one sequence: 2 * L * H_kv * D * bytes.
     std::size_t bytes_for_tokens(std::size_t tokens) const {
-        return 2ull * n_layers * n_kv_heads * head_dim * bytes_per_elem() * tokens;
+        return kv_bytes(n_layers, n_kv_heads, head_dim, tokens, bytes_per_elem());
     }
     std::size_t capacity_bytes() const { return bytes_for_tokens(std::size_t(batch) * max_seq); }
 };
