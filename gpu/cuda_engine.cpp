@@ -1,6 +1,6 @@
 // The CUDA engine: the host side of the GPU backend (C++20, compiled by g++).
-// It uploads the model once, checks every request exactly as the CPU engine
-// does (same messages), stages the per-row inputs, enqueues the forward pass
+// It uploads the model once, checks every request with the CPU's checks
+// (src/request.hpp), stages the per-row inputs, enqueues the forward pass
 // (gpu/model.cu) and brings the logits back to host memory.
 #include "cuda_engine.hpp"
 
@@ -18,6 +18,7 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "request.hpp"
 
 namespace pd {
 
@@ -68,14 +69,6 @@ const Presence& presence() {
     return p;
 }
 
-// Same checks and messages as src/model.cpp.
-void check_tokens(const Config& c, std::span<const int> tokens) {
-    for (int t : tokens)
-        if (t < 0 || t >= c.vocab_size)
-            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t,
-                 c.vocab_size - 1);
-}
-
 bool graphs_enabled_by_env() {
     const char* v = std::getenv("PDLAB_CUDA_GRAPHS");
     return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
@@ -112,16 +105,8 @@ public:
     std::string hardware() const override { return cuda_device_summary(); }
 
     const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
-        const Config& c = model_->config;
-        const int T = int(tokens.size());
-        if (T == 0) fail("prefill needs at least one token (the prompt is empty)");
-        if (slot < 0 || slot >= cache_.batch)
-            fail("sequence slot {} is outside the cache's batch of {}", slot, cache_.batch);
-        check_tokens(c, tokens);
-        const int start = cache_.seq_len[slot];
-        if (start + T > cache_.max_seq)
-            fail("{} prompt tokens after {} cached ones exceed the context length of {} "
-                 "(shorten the prompt or generate fewer tokens)", T, start, cache_.max_seq);
+        check_prefill(model_->config, room(), slot, tokens);
+        const int T = int(tokens.size()), start = cache_.seq_len[slot];
         const int n_kept = keep == Keep::all ? T : 1;
         gpu::ensure_run_state(st_, dm_, T, n_kept, cache_.max_seq, T, start);
         rows_token_.assign(tokens.begin(), tokens.end());
@@ -143,26 +128,12 @@ public:
     }
 
     const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
-        const Config& c = model_->config;
+        check_decode(model_->config, room(), slots, tokens);
         const int rows = int(tokens.size());
-        if (rows == 0 || slots.size() != tokens.size())
-            fail("decode needs one token per sequence ({} slots, {} tokens)", slots.size(), tokens.size());
-        check_tokens(c, tokens);
         rows_token_.assign(tokens.begin(), tokens.end());
-        rows_slot_.resize(rows);
+        rows_slot_.assign(slots.begin(), slots.end());
         rows_pos_.resize(rows);
-        for (int r = 0; r < rows; r++) {
-            int b = slots[r];
-            if (b < 0 || b >= cache_.batch)
-                fail("sequence slot {} is outside the cache's batch of {}", b, cache_.batch);
-            if (cache_.seq_len[b] == 0)
-                fail("decode on sequence {} before any prefill: its cache is empty", b);
-            if (cache_.seq_len[b] + 1 > cache_.max_seq)
-                fail("sequence {} is full: {} tokens fill the context length of {}", b,
-                     cache_.seq_len[b], cache_.max_seq);
-            rows_slot_[r] = b;
-            rows_pos_[r] = cache_.seq_len[b];
-        }
+        for (int r = 0; r < rows; r++) rows_pos_[r] = cache_.seq_len[slots[r]];
         gpu::ensure_run_state(st_, dm_, rows, rows, cache_.max_seq);  // no-op after the first steps
         stage_rows(rows);
         gpu::ForwardArgs a;
@@ -180,7 +151,10 @@ public:
     int cache_len(int slot) const override { return cache_.seq_len.at(slot); }
     int batch() const override { return cache_.batch; }
     int max_seq() const override { return cache_.max_seq; }
-    void reset(int slot) override { cache_.seq_len.at(slot) = 0; }
+    void reset(int slot) override {
+        check_slot(slot, cache_.batch);
+        cache_.seq_len[slot] = 0;
+    }
 
     double time_ms(const std::function<void()>& work) override {
         // Events are stamped by the GPU when the stream reaches them, so the
@@ -216,6 +190,8 @@ private:
         int generation = 0;
     };
 
+    CacheRoom room() const { return {cache_.seq_len, cache_.max_seq}; }
+
     // Everything that is not a DeviceBuffer / DeviceArena (those free themselves).
     void release() noexcept {
         if (stream_) cudaStreamSynchronize(stream_);
@@ -249,7 +225,8 @@ private:
         std::size_t free_b = 0, total_b = 0;
         PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
         const double weights = double(weight_bytes_on_device());
-        const double cache = 2.0 * c.n_layers * batch * c.n_kv_heads * double(S) * c.head_dim * sizeof(float);
+        const double cache = double(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim,
+                                             std::size_t(batch) * S, sizeof(float)));
         if (weights + cache > double(free_b))
             fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
                  "for batch {} x {} positions) but {} has {:.2f} GiB free: try --precision bf16, a "
@@ -445,9 +422,6 @@ std::string cuda_device_summary() {
 }
 
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
-    std::string why;
-    if (!cuda_device_present(&why)) fail("--device cuda is not available: {}", why);
-    if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
     return std::make_unique<CudaEngine>(std::move(model), opts);
 }
 

@@ -17,7 +17,8 @@ bool cuda_device_present(std::string* why_not = nullptr);
 
 // Uploads the model's weights to GPU 0 (f32 or bf16, as the host model has
 // them) and allocates the device KV cache for opts.batch sequences of
-// opts.max_seq positions (0: the model's context length).
+// opts.max_seq positions (0: the model's context length). make_engine has
+// checked the options and that a GPU is present.
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts);
 
 // "NVIDIA H200 (132 SMs, 139.8 GiB, compute capability 9.0)"; empty without a GPU.

@@ -12,6 +12,14 @@ namespace pd {
 //   llama: rotary positions ("rotate half"), RMSNorm, SwiGLU MLP, no biases, GQA.
 enum class Family { gpt2, llama };
 
+// Bytes of K and V for `tokens` cached positions, every layer:
+// 2 * layers * kv heads * head_dim * bytes_per_elem * tokens. The one formula
+// for cache sizes (Config, KVCache, the GPU's memory check).
+constexpr std::size_t kv_bytes(int n_layers, int n_kv_heads, int head_dim, std::size_t tokens,
+                               std::size_t bytes_per_elem) {
+    return 2ull * n_layers * n_kv_heads * head_dim * bytes_per_elem * tokens;
+}
+
 struct Config {
     std::string name;       // "tiny", "synthetic:bench-llama-125m", a folder path ...
     Family family = Family::llama;
@@ -39,8 +47,9 @@ struct Config {
     // Parameters of the matrix products a decode step streams from memory
     // (every Linear weight plus the head; not embeddings, norms or biases).
     std::size_t n_matmul_params() const;
-    // K and V for one token in every layer, in elements: 2 * L * H_kv * D.
-    std::size_t kv_elems_per_token() const { return 2ull * n_layers * n_kv_heads * head_dim; }
+    // K and V for one token in every layer, in elements: 2 * L * H_kv * D
+    // (its bytes at one byte per element).
+    std::size_t kv_elems_per_token() const { return kv_bytes(n_layers, n_kv_heads, head_dim, 1, 1); }
 };
 
 const char* family_name(Family f);

@@ -48,7 +48,9 @@ public:
     virtual const Model& host_model() const = 0;
 };
 
-// Builds the engine for `opts.device`; the model is shared, not copied.
+// Builds the engine for `opts.device`; the model is shared, not copied, and
+// several engines (on any threads) may share one: their CPU forward passes
+// take turns (see model.hpp).
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts);
 
 // Whether this build has the CUDA backend and a GPU is present right now.

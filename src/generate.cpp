@@ -1,5 +1,8 @@
 #include "generate.hpp"
 
+#include <algorithm>
+
+#include "request.hpp"
 #include "timing.hpp"
 
 namespace pd {
@@ -9,14 +12,13 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     const Config& c = engine.config();
     if (prompt.empty()) fail("the prompt is empty: give --prompt TEXT or --prompt-ids LIST");
     if (opts.max_new_tokens < 0) fail("the number of tokens to generate must be >= 0, got {}", opts.max_new_tokens);
-    for (int t : prompt)
-        if (t < 0 || t >= c.vocab_size)
-            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t, c.vocab_size - 1);
-    long need = long(prompt.size()) + opts.max_new_tokens;
+    check_tokens(c, prompt);
+    // The last new token is sampled, never fed back: it takes no position.
+    const long need = long(prompt.size()) + std::max(opts.max_new_tokens - 1, 0);
     if (need > engine.max_seq())
-        fail("the prompt ({} tokens) plus {} new tokens need {} positions, more than the context "
-             "length of {}: shorten the prompt or lower -n", prompt.size(), opts.max_new_tokens, need,
-             engine.max_seq());
+        fail("the prompt ({} tokens) plus {} new tokens need {} positions (the last new token is "
+             "never fed back), more than the context length of {}: shorten the prompt or lower -n",
+             prompt.size(), opts.max_new_tokens, need, engine.max_seq());
 
     GenerateResult res;
     res.prompt_ids.assign(prompt.begin(), prompt.end());

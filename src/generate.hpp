@@ -45,7 +45,8 @@ struct GenerateResult {
 };
 
 // Runs the loop on `engine`; `on_token` sees each token as soon as it is chosen
-// (for streaming). The prompt must fit: prompt + max_new_tokens <= context.
+// (for streaming). The prompt must fit: prompt + max_new_tokens - 1 <= context
+// (the last new token is never fed back). The slot is reset first.
 GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opts,
                         const std::function<void(int)>& on_token = {});
 

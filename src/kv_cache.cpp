@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "request.hpp"
+
 namespace pd {
 
 KVCache make_kv_cache(int n_layers, int batch, int n_kv_heads, int max_seq, int head_dim) {
@@ -26,7 +28,10 @@ void kv_write(KVCache& c, int layer, int b, int pos, const float* k_new, const f
     }
 }
 
-void kv_reset(KVCache& c, int b) { c.seq_len[b] = 0; }
+void kv_reset(KVCache& c, int b) {
+    check_slot(b, c.batch);
+    c.seq_len[b] = 0;
+}
 
 std::string kv_shape_str(const KVCache& c, int b) {
     return fmt::format("[1, {}, {}, {}]", c.n_kv_heads, c.seq_len[b], c.head_dim);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"
+
 namespace pd {
 
 struct KVCache {
@@ -22,7 +24,7 @@ struct KVCache {
     std::size_t bytes_per_elem() const { return sizeof(float); }
     // Bytes the cache holds for `tokens` positions of one sequence: 2 * L * H_kv * D * bytes.
     std::size_t bytes_for_tokens(std::size_t tokens) const {
-        return 2ull * n_layers * n_kv_heads * head_dim * bytes_per_elem() * tokens;
+        return kv_bytes(n_layers, n_kv_heads, head_dim, tokens, bytes_per_elem());
     }
     std::size_t capacity_bytes() const { return bytes_for_tokens(std::size_t(batch) * max_seq); }
 };
@@ -48,7 +50,7 @@ inline const float* kv_value(const KVCache& c, int layer, int b, int h, int pos)
 // Writes the new token's K and V, each (n_kv_heads * head_dim), at `pos` of sequence b.
 void kv_write(KVCache& c, int layer, int b, int pos, const float* k_new, const float* v_new);
 
-// Forgets sequence b (its slot can take a new request).
+// Forgets sequence b (its slot can take a new request); UserError if there is no slot b.
 void kv_reset(KVCache& c, int b);
 
 // "[1, 8, 5, 64]": the usable K (or V) shape of sequence b in one layer.

@@ -3,9 +3,11 @@
 #include <omp.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "attention.hpp"
 #include "ops.hpp"
+#include "request.hpp"
 
 namespace pd {
 
@@ -44,14 +46,16 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     st.slot.resize(R);
     st.pos.resize(R);
     st.keep_rows.reserve(R);
-    // Logits for one row per sequence are always possible without growing.
     st.kept.reserve(R * c.dim);
-    st.logits.reserve(std::size_t(std::min(rows, kSmallM)) * c.vocab_size);
 }
 
 RunState make_run_state(const Config& c, int capacity) {
     RunState st;
     size_run_state(st, c, capacity);
+    // Logits for every row a decode step can take; not in size_run_state,
+    // where a long prompt (which keeps one row's logits) would reserve
+    // prompt length x vocabulary floats.
+    st.logits.reserve(std::size_t(capacity) * c.vocab_size);
     return st;
 }
 
@@ -65,16 +69,18 @@ namespace {
 
 enum class Phase { prefill, decode };
 
-void check_tokens(const Config& c, std::span<const int> tokens) {
-    for (int t : tokens)
-        if (t < 0 || t >= c.vocab_size)
-            fail("token id {} is out of range: this model's vocabulary has ids 0 to {}", t,
-                 c.vocab_size - 1);
-}
+CacheRoom room(const KVCache& cache) { return {cache.seq_len, cache.max_seq}; }
+
+// One forward pass at a time in the process. Engines that share a model share
+// its packed weights, whose oneDNN scratch is per row count, not per engine,
+// and every pass uses oneDNN's one CPU stream (matmul.cpp). A pass spreads
+// over every core already, so two threads lose nothing by taking turns.
+std::mutex forward_mutex;
 
 // The layers, for the rows described by st.token / st.slot / st.pos.
 // Returns logits for st.keep_rows.
 const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Phase phase) {
+    std::lock_guard lock(forward_mutex);
     const Config& c = m.config;
     const Weights& w = m.w;
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
@@ -162,14 +168,8 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
 const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
                      std::span<const int> tokens, Keep keep) {
     const Config& c = m.config;
-    const int T = int(tokens.size());
-    if (T == 0) fail("prefill needs at least one token (the prompt is empty)");
-    if (slot < 0 || slot >= cache.batch) fail("sequence slot {} is outside the cache's batch of {}", slot, cache.batch);
-    check_tokens(c, tokens);
-    const int start = cache.seq_len[slot];
-    if (start + T > cache.max_seq)
-        fail("{} prompt tokens after {} cached ones exceed the context length of {} "
-             "(shorten the prompt or generate fewer tokens)", T, start, cache.max_seq);
+    check_prefill(c, room(cache), slot, tokens);
+    const int T = int(tokens.size()), start = cache.seq_len[slot];
     if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
     for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
     st.keep_rows.clear();
@@ -185,19 +185,12 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens) {
     const Config& c = m.config;
+    check_decode(c, room(cache), slots, tokens);
     const int rows = int(tokens.size());
-    if (rows == 0 || slots.size() != tokens.size())
-        fail("decode needs one token per sequence ({} slots, {} tokens)", slots.size(), tokens.size());
     if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
-    check_tokens(c, tokens);
     st.keep_rows.clear();
     for (int r = 0; r < rows; r++) {
-        int b = slots[r];
-        if (b < 0 || b >= cache.batch) fail("sequence slot {} is outside the cache's batch of {}", b, cache.batch);
-        if (cache.seq_len[b] == 0) fail("decode on sequence {} before any prefill: its cache is empty", b);
-        if (cache.seq_len[b] + 1 > cache.max_seq)
-            fail("sequence {} is full: {} tokens fill the context length of {}", b, cache.seq_len[b], cache.max_seq);
-        st.token[r] = tokens[r], st.slot[r] = b, st.pos[r] = cache.seq_len[b];
+        st.token[r] = tokens[r], st.slot[r] = slots[r], st.pos[r] = cache.seq_len[slots[r]];
         st.keep_rows.push_back(r);
     }
     const float* logits = forward(m, cache, st, rows, Phase::decode);

@@ -30,8 +30,9 @@ struct Model {
 
 Model make_model(Config config, Weights w, Precision precision);
 
-// Scratch for one forward pass of up to `capacity` rows (tokens). Sized once;
-// decode never allocates.
+// Scratch for one forward pass of up to `capacity` rows (tokens). Sized once
+// for `capacity` rows, logits included: a decode step never allocates. A
+// prompt longer than the capacity grows it once; Keep::all logits grow on demand.
 struct RunState {
     int capacity = 0;            // rows a forward pass can take
     std::vector<float> x;        // (rows, dim) residual stream
@@ -64,7 +65,11 @@ enum class Keep { last, all };
 const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
                      std::span<const int> tokens, Keep keep = Keep::last);
 
-// One new token for each sequence in `slots`. Returns logits (rows, vocab).
+// One new token for each sequence in `slots` (each named once). Returns
+// logits (rows, vocab).
+//
+// Several engines (or threads) may share one Model: forward passes take
+// turns, since they share scratch inside the packed weights (see model.cpp).
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens);
 

@@ -179,6 +179,11 @@ TEST_CASE("gpu.model.errors_match_cpu") {
         CHECK_THROWS_AS(en->decode({&slot, 1}, {&tok, 1}), UserError);  // before any prefill
         CHECK_THROWS_AS(en->prefill(0, some_tokens(33, 211, 5)), UserError);  // longer than max_seq 32
         CHECK_THROWS_AS(en->prefill(1, some_tokens(3, 211, 5)), UserError);   // no slot 1
+        CHECK_THROWS_AS(en->reset(1), UserError);
+        en->prefill(0, some_tokens(3, 211, 5));
+        std::vector<int> twice = {0, 0}, next = {1, 2};
+        CHECK_THROWS_WITH_AS(en->decode(twice, next), doctest::Contains("appears twice"), UserError);
+        CHECK(en->cache_len(0) == 3);
     }
 }
 

@@ -58,12 +58,14 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
+from needs_torch import skip_without_torch  # noqa: E402
+
+skip_without_torch()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 import hf_models  # noqa: E402
 import make_checkpoint as mc  # noqa: E402
 

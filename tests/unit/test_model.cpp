@@ -1,6 +1,8 @@
 // engine.model / engine.attention / engine.kv_cache: the two phases agree with
 // each other and with a cache-free reference.
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "attention.hpp"
 #include "check.hpp"
@@ -188,4 +190,90 @@ TEST_CASE("engine.model.bad_input") {
     CHECK_THROWS_WITH_AS(prefill(m, c, s, 0, too_long), doctest::Contains("context length"), UserError);
     int slot = 0, tok = 1;
     CHECK_THROWS_WITH_AS(decode(m, c, s, {&slot, 1}, {&tok, 1}), doctest::Contains("before any prefill"), UserError);
+}
+
+TEST_CASE("engine.model.decode_refuses_a_slot_named_twice") {
+    // Two rows for one sequence would write the same cache position and
+    // advance its length by 2, leaving a hole.
+    auto lm = load_model(kModels[1], Precision::f32, false);
+    EngineOptions o;
+    o.batch = 2;
+    auto engine = make_engine(lm.model, o);
+    engine->prefill(0, some_tokens(4, 97, 1));
+    engine->prefill(1, some_tokens(3, 97, 2));
+    std::vector<int> slots = {1, 0, 1}, next = {5, 6, 7};
+    CHECK_THROWS_WITH_AS(engine->decode(slots, next), doctest::Contains("slot 1 appears twice"), UserError);
+    CHECK(engine->cache_len(0) == 4);
+    CHECK(engine->cache_len(1) == 3);
+}
+
+TEST_CASE("engine.kv_cache.reset_checks_the_slot") {
+    auto lm = load_model(kModels[0], Precision::f32, false);
+    auto engine = make_engine(lm.model, {});
+    for (int slot : {1, -1})
+        CHECK_THROWS_WITH_AS(engine->reset(slot), doctest::Contains("outside the cache's batch of 1"), UserError);
+    GenerateOptions g;
+    g.slot = 1;
+    CHECK_THROWS_WITH_AS(generate(*engine, some_tokens(3, 97, 3), g),
+                         doctest::Contains("outside the cache's batch of 1"), UserError);
+}
+
+TEST_CASE("engine.model.generate_fills_the_context_exactly") {
+    // n new tokens take P + n - 1 positions: the last one is never fed back.
+    auto lm = load_model(kModels[0], Precision::f32, false);  // context 64
+    auto engine = make_engine(lm.model, {});
+    auto prompt = some_tokens(60, 97, 4);
+    GenerateOptions g;
+    g.max_new_tokens = 5;
+    g.stop_at_eos = false;
+    for (bool cache : {true, false}) {
+        g.use_cache = cache;
+        CHECK(generate(*engine, prompt, g).generated_ids.size() == 5);
+        CHECK(engine->cache_len(0) == 64);
+    }
+    g.max_new_tokens = 6;
+    CHECK_THROWS_WITH_AS(generate(*engine, prompt, g), doctest::Contains("context length of 64"), UserError);
+}
+
+TEST_CASE("engine.model.decode_of_a_full_batch_keeps_its_buffers") {
+    // model.hpp promises that decode never allocates: that holds for a batch
+    // larger than the small-M kernel's 16 rows too.
+    auto lm = load_model(kModels[1], Precision::f32, false);
+    const Model& m = *lm.model;
+    const int B = 20;
+    KVCache c = make_kv_cache(m, B);
+    RunState s = make_run_state(m.config, B);
+    std::vector<int> slots(B), next(B, 3);
+    for (int b = 0; b < B; b++) slots[b] = b, prefill(m, c, s, b, some_tokens(2, 97, b));
+    const float* logits = s.logits.data();
+    CHECK(decode(m, c, s, slots, next) == logits);
+}
+
+TEST_CASE("engine.model.engines_sharing_a_model_run_on_several_threads") {
+    // Engines of one model share its packed weights, whose oneDNN scratch is
+    // per row count, not per engine: each thread must still get the logits
+    // an engine alone gives. (bf16 at this size and prompt length is where
+    // overlapping passes did corrupt each other's scratch.)
+    auto lm = load_model("synthetic:llama,dim=256,ffn=512,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64",
+                         Precision::bf16, false);
+    const int V = lm.model->config.vocab_size, T = 60;  // T > 16: the oneDNN path
+    auto prompt = some_tokens(T, V, 5);
+    auto alone = make_engine(lm.model, {});
+    const auto want = copy_logits(alone->prefill(0, prompt, Keep::all), T, V);
+    std::vector<std::vector<float>> last(4);  // per thread: the first logits that differ, else the last
+    std::atomic<int> ready = 0;
+    auto run = [&](std::vector<float>& got) {
+        auto engine = make_engine(lm.model, {});
+        ready++;
+        while (ready < int(last.size())) std::this_thread::yield();  // start together, to overlap
+        for (int i = 0; i < 100; i++) {
+            engine->reset(0);
+            got = copy_logits(engine->prefill(0, prompt, Keep::all), T, V);
+            if (got != want) return;
+        }
+    };
+    std::vector<std::thread> threads;
+    for (auto& got : last) threads.emplace_back(run, std::ref(got));
+    for (auto& t : threads) t.join();
+    for (const auto& got : last) check_close(got, want, 0, 0, "logits of a concurrent prefill");
 }

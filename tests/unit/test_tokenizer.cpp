@@ -20,7 +20,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -399,7 +398,10 @@ TEST_CASE("engine.tokenizer.bad_json") {
     CHECK(variant([](json& j) { j["model"].erase("merges"); }) == "");
 }
 
-TEST_CASE("engine.tokenizer.performance_and_threads") {
+// Long inputs of three kinds (ordinary text, one 100 kB word, 100 kB of
+// spaces) round-trip, alone and from several threads at once. How fast they
+// encode is timed by bench/run, never asserted here.
+TEST_CASE("engine.tokenizer.long_inputs_and_threads") {
     Tokenizer tok = Tokenizer::from_json(fixture("llama3_style.json"));
     const std::string paragraph =
         "The quick brown fox jumps over the lazy dog. In 1984, 42 engineers wrote 3.14159 lines "
@@ -407,11 +409,7 @@ TEST_CASE("engine.tokenizer.performance_and_threads") {
     std::string text;
     while (text.size() < 100'000) text += paragraph;
     for (const std::string& input : {text, std::string(100'000, 'l'), std::string(100'000, ' ')}) {
-        auto t0 = std::chrono::steady_clock::now();
         Ids ids = tok.encode(input);
-        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        MESSAGE("encoded " << input.size() << " bytes into " << ids.size() << " tokens in " << s * 1e3 << " ms");
-        CHECK(s < 1.0);
         CHECK(tok.decode(ids) == input);
     }
 
@@ -426,10 +424,8 @@ TEST_CASE("engine.tokenizer.performance_and_threads") {
 
 TEST_CASE("engine.tokenizer.tiny_model") {
     auto path = std::filesystem::path(PDLAB_SOURCE_ROOT) / "data/models/tiny/tokenizer.json";
-    if (!std::filesystem::exists(path)) {
-        MESSAGE("skipped: " << path.string() << " does not exist (train the tiny model first)");
-        return;
-    }
+    REQUIRE_MESSAGE(std::filesystem::exists(path),
+                    path.string() << " does not exist: the bundled tiny model is part of the kit");
     Tokenizer tok = Tokenizer::from_json(path);
     MESSAGE("tiny model tokenizer: " << tok.kind() << ", vocab_size " << tok.vocab_size());
     // Texts start with a space, so a tokenizer with add_prefix_space still
