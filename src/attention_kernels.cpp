@@ -188,12 +188,40 @@ HWY_INLINE void causal_softmax(float* St, float* inv_l, int n, int first) {
     }
 }
 
-// out rows i = inv_l[i] * sum_j P^T[j][i] V[j] for the nq queries: one vector
-// of D at a time, for QS query rows held in registers.
-HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
-                             int n, int Dh, int nq) {
+// out rows i = inv_l[i] * sum_j P^T[j][i] V[j] for the nq queries, where a
+// row of V is DC whole vectors: QS query rows x DC vectors of sums, the QS
+// broadcast probabilities and one V vector fit the registers, and each V row
+// is loaded once per QS queries.
+template <int DC>
+HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+                            int n, int nq) {
     const D d;
-    constexpr int QS = std::clamp(kRegs - 4, 1, 8);
+    constexpr int QS = std::clamp((kRegs - 1) / (DC + 1), 1, 8);
+    constexpr int Dh = DC * kLanes;
+    for (int i0 = 0; i0 < nq; i0 += QS) {
+        V acc[QS][DC];
+        for (auto& row : acc)
+            for (auto& a : row) a = hn::Zero(d);
+        for (int j = 0; j < n; j++) {
+            const float* p = Pt + std::size_t(j) * kQB + i0;
+            V pb[QS];
+            for (int i = 0; i < QS; i++) pb[i] = hn::Set(d, p[i]);
+            for (int c = 0; c < DC; c++) {
+                const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c * kLanes);
+                for (int i = 0; i < QS; i++) acc[i][c] = hn::MulAdd(pb[i], vv, acc[i][c]);
+            }
+        }
+        for (int i = 0; i < QS && i0 + i < nq; i++)
+            for (int c = 0; c < DC; c++)
+                hn::StoreU(hn::Mul(acc[i][c], hn::Set(d, inv_l[i0 + i])), d, out + (i0 + i) * ld + c * kLanes);
+    }
+}
+
+// The same for any head size: one vector of D at a time, a scalar tail.
+HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+                           int n, int Dh, int nq) {
+    const D d;
+    constexpr int QS = 8;
     const int Dv = Dh / kLanes * kLanes;
     for (int i0 = 0; i0 < nq; i0 += QS) {
         const int qs = std::min(QS, nq - i0);
@@ -214,6 +242,17 @@ HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const 
                 for (int j = 0; j < n; j++) sum += Pt[std::size_t(j) * kQB + i0 + i] * Vc[std::size_t(j) * Dh + c];
                 out[(i0 + i) * ld + c] = sum * inv_l[i0 + i];
             }
+    }
+}
+
+HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+                             int n, int Dh, int nq) {
+    switch (Dh % kLanes ? 0 : Dh / kLanes) {
+        case 1: return values_rows<1>(out, ld, Pt, inv_l, Vc, n, nq);
+        case 2: return values_rows<2>(out, ld, Pt, inv_l, Vc, n, nq);
+        case 4: return values_rows<4>(out, ld, Pt, inv_l, Vc, n, nq);
+        case 8: return values_rows<8>(out, ld, Pt, inv_l, Vc, n, nq);
+        default: return values_any(out, ld, Pt, inv_l, Vc, n, Dh, nq);
     }
 }
 

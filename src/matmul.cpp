@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_convert.hpp"
 #include "isa.hpp"
 #include "onednn_matmul.hpp"
 #include "panel_kernels.hpp"
@@ -220,7 +221,7 @@ void linear_small_m(const Linear& L, const float* x, int M, float* y) {
 #endif
     // From kBf16RoundXMinM rows on, x is rounded to bf16 (see matmul.hpp).
     if (M >= kBf16RoundXMinM) {
-        for (std::size_t i = 0; i < std::size_t(M) * L.in; i++) scratch[i] = bf16_to_f32(f32_to_bf16(x[i]));
+        round_to_bf16(x, scratch, std::size_t(M) * L.in);
         j.x = scratch;
     }
     run_panels(j, panel_products);

@@ -1,4 +1,7 @@
 // engine.ops: each fast operation against its plain reference.
+#include <cstring>
+
+#include "bf16_convert.hpp"
 #include "check.hpp"
 #include "ops.hpp"
 #include "reference.hpp"
@@ -73,4 +76,27 @@ TEST_CASE("engine.ops.softmax") {
     double sum = 0;
     for (float v : x) sum += v;
     CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+}
+
+TEST_CASE("engine.ops.bf16_rounding") {
+    // The vector rounding equals f32_to_bf16 bit for bit: random values, ties
+    // (both even and odd), values that round up into the next binade or to
+    // infinity, infinities, NaN (stays a NaN) and a tail shorter than a vector.
+    std::vector<float> x = randn(1000, 41, 10.0f);
+    for (std::uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3fffffffu, 0x7f7fffffu, 0x7f800000u, 0xff800000u,
+                               0x7fc00001u, 0x7f800001u, 0x00008000u, 0x80000000u}) {
+        float f;
+        std::memcpy(&f, &bits, 4);
+        x.push_back(f);
+    }
+    std::vector<bf16> h(x.size());
+    std::vector<float> r(x.size());
+    to_bf16(x.data(), h.data(), x.size());
+    round_to_bf16(x.data(), r.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); i++) {
+        INFO("i=" << i << " x=" << x[i]);
+        CHECK(h[i] == f32_to_bf16(x[i]));
+        const float want = bf16_to_f32(f32_to_bf16(x[i]));
+        CHECK(std::memcmp(&r[i], &want, 4) == 0);
+    }
 }
