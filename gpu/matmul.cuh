@@ -1,6 +1,6 @@
 // Matrix products on the GPU: y = x @ W^T + b for every Linear layer, with
-// cuBLAS. Mirrors src/matmul.hpp; the CPU twin is pd::ref::linear (and
-// pd::linear_forward).
+// cuBLAS. Mirrors src/matmul.hpp; the CPU twin is pd::ref::linear
+// (tests/reference/reference.hpp) and pd::linear_forward.
 //
 // W is row-major (out, in) on the device, as on the host. cuBLAS is
 // column-major, and a row-major (out, in) matrix is the same bytes as a

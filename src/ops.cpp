@@ -1,7 +1,8 @@
 // The element-wise and row-wise operations, in Highway (one source for every
-// instruction set; see isa.hpp). Each has a plain twin in reference.hpp that
-// the tests compare against. The per-row kernels are in HWY_NAMESPACE; the
-// public functions at the end split rows among the threads and dispatch.
+// instruction set; see isa.hpp). Each has a plain twin in
+// tests/reference/reference.hpp that the tests compare against. The per-row
+// kernels are in HWY_NAMESPACE; the public functions at the end split rows
+// among the threads and dispatch.
 #include "ops.hpp"
 
 #include <algorithm>

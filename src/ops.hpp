@@ -1,5 +1,6 @@
 // The element-wise and row-wise operations of a transformer layer.
-// Each has a plain twin in reference.hpp that the tests compare against.
+// Each has a plain twin in tests/reference/reference.hpp that the tests
+// compare against.
 // Shapes: M rows (tokens) of D features, row-major.
 #pragma once
 

@@ -1,6 +1,7 @@
 // gpu.kernels: every CUDA kernel against its CPU twin (src/ops.hpp,
-// src/attention.hpp, src/kv_cache.hpp, src/reference.hpp) on random inputs of
-// several shapes, with the llm.c-style check |gpu - cpu| <= atol + rtol |cpu|.
+// src/attention.hpp, src/kv_cache.hpp, tests/reference/reference.hpp) on
+// random inputs of several shapes, with the llm.c-style check
+// |gpu - cpu| <= atol + rtol |cpu|.
 // Needs a GPU: main_device.cpp exits 77 (skip) without one.
 #include <omp.h>
 

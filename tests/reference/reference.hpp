@@ -1,6 +1,7 @@
 // Plain, obviously-correct versions of every operation (llm.c style): no
 // threads, no SIMD, double accumulators. Tests check the fast kernels against
-// these with a tolerance atol + rtol * |ref|. Not used by the engine itself.
+// these with a tolerance atol + rtol * |ref|. Not part of the engine: built
+// only into the tests (tests/meson.build).
 #pragma once
 
 #include <vector>
