@@ -1,0 +1,68 @@
+// One grading run: the instructor's options, the lab and its rubric, the work
+// folder's parts (see workdir.hpp) and what the build and the reference
+// solution told us. main() fills the options, lab and paths; the rest is
+// filled once by prepare_reference() before any student is graded.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lab.hpp"
+#include "rubric.hpp"
+
+namespace pd::grade {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct Options {
+    fs::path kit, submissions, out, work;
+    std::string lab;
+    double timeout_s = 60;
+    double build_timeout_s = 600;
+    std::size_t mem_mb = 4096;
+    int jobs = 0;
+    int threads = 2;
+    std::optional<std::uint64_t> seed;
+    std::vector<std::string> students;  // only these (default: all)
+};
+
+struct Context {
+    Options opt;
+    Lab lab;
+    Rubric rubric;
+    std::uint64_t seed = 0;
+    fs::path work_pristine;  // the kit's files as they were when the run started
+    fs::path work_src, work_build, work_runs;
+    std::vector<std::string> kit_file_list;
+    std::set<std::string> lab_source_paths;  // relative, in WORK/src
+    std::vector<fs::path> test_bins;
+    std::map<std::string, std::string> test_env;
+    fs::path program;
+    std::vector<std::string> ninja_targets;
+    std::vector<std::optional<json>> reference_json;  // per check
+    std::vector<int> reference_cases;                 // per test check: how many test cases the solution ran
+};
+
+// Reports speak of the student's kit, not of the work folder: a built file as
+// "build/...", and the work folder's paths cut out of the tools' output.
+std::string in_kit(const Context& c, const fs::path& built);
+std::string tidy(const Context& c, const std::string& text);
+
+// `s` as one shell word, quoted only when it needs to be.
+std::string shell_quote(const std::string& s);
+
+// A progress line on stderr: "pdlab-grade: <line>".
+void say(const std::string& line);
+
+// An empty scratch folder WORK/runs/<name>, the working directory of checks.
+fs::path fresh_scratch(const Context& c, const std::string& name);
+
+}  // namespace pd::grade
