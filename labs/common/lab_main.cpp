@@ -1,9 +1,6 @@
 #include "lab_main.hpp"
 
-#include <omp.h>
-
 #include <cstdio>
-#include <fstream>
 
 #include "todo_exercise.hpp"
 
@@ -12,32 +9,6 @@ namespace pd::lab {
 NotImplemented::NotImplemented(std::string f, std::string fn, std::string h)
     : std::logic_error(fn + " is not implemented yet"), file(std::move(f)), function(std::move(fn)),
       hint(std::move(h)) {}
-
-void add_lab_options(CLI::App& app, LabOptions& o) {
-    app.add_option("--model,-m", o.model, model_help())->capture_default_str();
-    app.add_option("--threads,-t", o.threads, "OpenMP threads (default: all cores)")
-        ->check(CLI::Range(1, 1024).description("(1 to 1024)"));
-    app.add_option("--precision", o.precision, "f32 or bf16 weights")
-        ->check(CLI::IsMember({"f32", "bf16"}))->capture_default_str();
-    app.add_option("--device", o.device, "cpu, or cuda for the GPU backend")
-        ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-    app.add_option("--json", o.json, "also write the lab's results to this JSON file");
-}
-
-LabSession open_lab_session(const LabOptions& o, int batch, int max_seq) {
-    if (o.threads > 0) omp_set_num_threads(o.threads);
-    LabSession s;
-    EngineOptions eo;
-    eo.device = parse_device(o.device);
-    eo.batch = batch;
-    eo.max_seq = max_seq;
-    std::string why;
-    if (eo.device == Device::cuda && !cuda_available(&why))
-        fail("--device cuda is not available: {}. Use --device cpu.", why);
-    s.loaded = load_model(o.model, parse_precision(o.precision));
-    s.engine = make_engine(s.loaded.model, eo);
-    return s;
-}
 
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
     try {
@@ -61,11 +32,8 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
     }
 }
 
-void write_lab_json(const LabOptions& o, const nlohmann::json& j) {
-    if (o.json.empty()) return;
-    std::ofstream out(o.json);
-    if (!out) fail("cannot write {}: check that its folder exists", o.json);
-    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j) {
+    if (!o.json.empty()) cli::write_json_file(o.json, j);
 }
 
 }  // namespace pd::lab

@@ -18,6 +18,7 @@
 #include "generate.hpp"
 #include "hardware.hpp"
 #include "lab_main.hpp"
+#include "print.hpp"
 #include "sampler.hpp"
 
 using namespace pd;
@@ -26,7 +27,7 @@ namespace ex = pd::lab02;
 namespace {
 
 struct Options {
-    lab::LabOptions common;
+    cli::CommonOptions common;
     std::string prompt;
     int prompt_len = 4;
     int steps = 16;
@@ -52,17 +53,6 @@ std::vector<int> make_prompt(const Options& o, const Tokenizer& tok) {
     return ids;
 }
 
-std::string quoted(const std::string& bytes) {
-    std::string out = "\"";
-    for (unsigned char ch : bytes) {
-        if (ch == '\n') out += "\\n";
-        else if (ch == '"') out += "\\\"";
-        else if (ch >= 0x20 && ch < 0x7f) out += char(ch);
-        else out += fmt::format("\\x{:02x}", ch);
-    }
-    return out + "\"";
-}
-
 // "t1, t2, t3, t4" for short prompts, "t1..t128" for long ones.
 std::string prompt_names(int P) {
     if (P <= 6) {
@@ -82,7 +72,7 @@ int run(const Options& o) {
     if (o.steps < 2) fail("--steps must be at least 2 (the trace needs two decode steps), got {}", o.steps);
     if (o.warmup < 0) fail("--warmup must be >= 0, got {}", o.warmup);
     if (o.repeats < 1) fail("--repeats must be at least 1, got {}", o.repeats);
-    lab::LabSession s = lab::open_lab_session(o.common);
+    cli::Session s = cli::open_session(o.common);
     Engine& engine = *s.engine;
     const Config& c = engine.config();
     const Tokenizer& tok = s.loaded.tokenizer;
@@ -104,9 +94,9 @@ int run(const Options& o) {
     std::printf("1. The trace: a %d-token prompt and two greedy output tokens (B = 1)\n", P);
     {
         std::string text;
-        for (int i = 0; i < std::min(P, 8); i++) text += " " + quoted(tok.token_bytes(ids[std::size_t(i)]));
+        for (int i = 0; i < std::min(P, 8); i++) text += " " + lab::quoted_token(tok, ids[std::size_t(i)]);
         std::printf("   prompt %s = ids [%s] =%s%s\n", prompt_names(P).c_str(),
-                    fmt::format("{}", fmt::join(ids, ", ")).c_str(), text.c_str(), P > 8 ? " ..." : "");
+                    lab::id_list(ids).c_str(), text.c_str(), P > 8 ? " ..." : "");
     }
     engine.reset(0);
     const float* logits = engine.prefill(0, ids);
@@ -146,8 +136,8 @@ int run(const Options& o) {
                 (P <= 6 ? tp + ", g1, g2" : fmt::format("t1..t{}, g1, g2", P)).c_str(),
                 fmt::format("P+2 = {}", len_2).c_str(), kv(len_2).c_str(),
                 fmt::format("g2's logits produce the next output (id {})", g3).c_str());
-    std::printf("   output g1 g2 g3 = ids [%d, %d, %d] = %s %s %s\n", g1, g2, g3, quoted(tok.token_bytes(g1)).c_str(),
-                quoted(tok.token_bytes(g2)).c_str(), quoted(tok.token_bytes(g3)).c_str());
+    std::printf("   output g1 g2 g3 = ids [%d, %d, %d] = %s %s %s\n", g1, g2, g3, lab::quoted_token(tok, g1).c_str(),
+                lab::quoted_token(tok, g2).c_str(), lab::quoted_token(tok, g3).c_str());
     std::printf("   Shapes: prefill writes K/V %s in every layer; each decode step feeds one token id [B, 1] =\n"
                 "   [1, 1] and writes new K/V [B, H_kv, 1, D] = %s, one more column of the cache.\n", kv(P).c_str(),
                 kv(1).c_str());
@@ -340,7 +330,7 @@ int main(int argc, char** argv) {
         "Your decode_loop() and stats_of() (exercise.cpp) do the decoding and the statistics; test them\n"
         "with  meson test -C build --suite track1-02",
         "02-prefill-and-decode"};
-    lab::add_lab_options(app, o.common);
+    cli::add_common(&app, o.common);
     app.add_option("--prompt,-p", o.prompt, "prompt text (default: the first --prompt-len tokens of a fixed sentence)");
     app.add_option("--prompt-len,-P", o.prompt_len, "prompt length P when --prompt is not given")->capture_default_str();
     app.add_option("--steps,-n", o.steps, "decode steps timed per run (output length = steps + 1)")->capture_default_str();

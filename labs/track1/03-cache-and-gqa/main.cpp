@@ -18,16 +18,19 @@
 #include "exercise.hpp"
 #include "generate.hpp"
 #include "lab_main.hpp"
+#include "print.hpp"
 #include "sampler.hpp"
 #include "timing.hpp"
 
 using namespace pd;
+using lab::human_bytes;
+using lab::text_of;
 namespace ex = pd::lab03;
 
 namespace {
 
 struct Options {
-    lab::LabOptions common;
+    cli::CommonOptions common;
     std::string prompt = "One day, Lily went to the park. She saw a";
     int steps = 8;
     int context = 4096;
@@ -38,13 +41,6 @@ struct Options {
                                        "synthetic:llama,dim=512,heads=8,kv_heads=2",
                                        "synthetic:llama,dim=512,heads=8,kv_heads=1", "synthetic:llama-1b"};
 };
-
-std::string human_bytes(double b) {
-    const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (b >= 1024.0 && i < 4) b /= 1024.0, i++;
-    return i == 0 ? fmt::format("{:.0f} {}", b, unit[i]) : fmt::format("{:.1f} {}", b, unit[i]);
-}
 
 const char* kind_of(const Config& c) {
     return c.n_kv_heads == c.n_heads ? "MHA" : c.n_kv_heads == 1 ? "MQA" : "GQA";
@@ -82,14 +78,6 @@ std::vector<int> parse_lengths(const std::string& s) {
     }
     if (out.empty()) fail("--lengths is empty");
     return out;
-}
-
-// The ids' text, always valid UTF-8 (a character cut by a token boundary becomes U+FFFD).
-std::string text_of(const Tokenizer& tok, const std::vector<int>& ids) {
-    StreamDecoder d(tok);
-    std::string s;
-    for (int id : ids) s += d.push(id);
-    return s + d.flush();
 }
 
 // The prompt's ids repeated until there are n of them.
@@ -162,7 +150,7 @@ int run(const Options& o) {
     if (o.context < 1) fail("--context must be at least 1, got {}", o.context);
     if (o.reps < 1) fail("--reps must be at least 1, got {}", o.reps);
     const std::vector<int> lengths = parse_lengths(o.lengths);
-    lab::LabSession s = lab::open_lab_session(o.common);
+    cli::Session s = cli::open_session(o.common);
     Engine& engine = *s.engine;
     const Model& m = engine.host_model();
     const Config& c = m.config;
@@ -203,7 +191,7 @@ int run(const Options& o) {
                 "head map", "per token", "S (f32)", "S (bf16)", "vs MHA");
     std::vector<std::pair<std::string, Config>> rows = {{o.common.model, c}};
     for (const std::string& spec : o.shapes) {
-        std::string body = spec.rfind("synthetic:", 0) == 0 ? spec.substr(10) : spec;
+        std::string body = lab::synthetic_body(spec);
         unsigned long long seed = 0;
         rows.emplace_back("synthetic:" + body, synthetic_config(body, seed));  // the shape only, no weights
     }
@@ -370,7 +358,7 @@ int main(int argc, char** argv) {
         "append_kv/commit_kv and attend_one_head (exercise.cpp); test them with\n"
         "  meson test -C build --suite track1-03",
         "03-cache-and-gqa"};
-    lab::add_lab_options(app, o.common);
+    cli::add_common(&app, o.common);
     app.add_option("--prompt,-p", o.prompt, "prompt text for the growth trace and the cache on/off comparison")
         ->capture_default_str();
     app.add_option("--steps,-n", o.steps, "decode steps (tokens generated) in sections 3 and 6")->capture_default_str();

@@ -37,7 +37,7 @@ using namespace pd::lab04;
 namespace {
 
 struct Options {
-    lab::LabOptions lab;
+    cli::CommonOptions lab;
     int requests = 32;
     std::string rate = "auto";
     double load = 0.8;
@@ -290,7 +290,7 @@ int run(const Options& o) {
 
     const int max_prompt = std::max(1, int(std::lround(o.prompt_len * (1 + o.range_ratio))));
     const int max_out = std::max(1, int(std::lround(o.output_len * (1 + o.range_ratio))));
-    lab::LabSession s = lab::open_lab_session(o.lab, 1, max_prompt + max_out);
+    cli::Session s = cli::open_session(o.lab, 1, max_prompt + max_out);
     Engine& e = *s.engine;
     const Config& c = e.config();
     if (max_prompt + max_out > e.max_seq())
@@ -532,7 +532,7 @@ int main(int argc, char** argv) {
         "Example: 04-ttft-and-tpot --requests 64 --rate auto --load 0.95\n"
         "         04-ttft-and-tpot --model synthetic:bench-llama-125m --requests 16 --prompt-len 256",
         "04-ttft-and-tpot");
-    lab::add_lab_options(app, o.lab);
+    cli::add_common(&app, o.lab);
     app.add_option("--requests,-N", o.requests, "how many requests arrive")->capture_default_str();
     app.add_option("--rate", o.rate,
                    "arrival rate in requests/s (Poisson: random gaps with this mean rate); auto = "

@@ -44,7 +44,7 @@ using nlohmann::json;
 namespace {
 
 struct Options {
-    lab::LabOptions lab;
+    cli::CommonOptions lab;
     std::string out = "lab05-results";
     bool full = false;
     std::vector<std::string> sweeps = {"prefill", "decode", "output", "batch"};
@@ -121,7 +121,7 @@ private:
 
 // --- the four sweeps -----------------------------------------------------------
 
-json sweep_prefill(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
+json sweep_prefill(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
     Engine& e = *s.engine;
     const int V = e.config().vocab_size;
     std::mt19937_64 rng(o.seed);
@@ -176,7 +176,7 @@ json sweep_prefill(lab::LabSession& s, const Options& o, const fs::path& dir, co
     return {{"points", rows}, {"fit", fit_json(f)}, {"csv", csv.path().string()}};
 }
 
-json sweep_decode(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
+json sweep_decode(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
     Engine& e = *s.engine;
     const int V = e.config().vocab_size;
     std::mt19937_64 rng(o.seed + 1);
@@ -230,7 +230,7 @@ json sweep_decode(lab::LabSession& s, const Options& o, const fs::path& dir, con
     return {{"points", rows}, {"fit", fit}, {"csv", csv.path().string()}};
 }
 
-json sweep_output(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& ns) {
+json sweep_output(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& ns) {
     Engine& e = *s.engine;
     const int V = e.config().vocab_size;
     std::mt19937_64 rng(o.seed + 2);
@@ -275,7 +275,7 @@ json sweep_output(lab::LabSession& s, const Options& o, const fs::path& dir, con
     return {{"points", rows}, {"fit", fit}, {"prompt_len", o.output_prompt_len}, {"csv", csv.path().string()}};
 }
 
-json sweep_batch(lab::LabSession& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
+json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
     const int V = s.engine->config().vocab_size;
     const int P = o.batch_prompt_len;
     std::printf("\n[4] batch size: B prompts of %d tokens (prefilled one after another), then %d decode "
@@ -390,7 +390,7 @@ int run(Options& o) {
         if (w != "prefill" && w != "decode" && w != "output" && w != "batch")
             fail("unknown sweep \"{}\" in --sweeps: use prefill, decode, output, batch", w);
 
-    lab::LabSession s = lab::open_lab_session(o.lab, 1, 0);
+    cli::Session s = cli::open_session(o.lab, 1, 0);
     Engine& e = *s.engine;
     const Config& c = e.config();
     const int ctx = e.max_seq();
@@ -479,7 +479,7 @@ int main(int argc, char** argv) {
         "Defaults are small (well under a minute with the bundled model on 2 cores). For numbers\n"
         "closer to a real model: --model synthetic:bench-llama-125m --full (minutes).",
         "05-length-and-batch");
-    lab::add_lab_options(app, o.lab);
+    cli::add_common(&app, o.lab);
     app.add_option("--out,-o", o.out, "folder for the CSV files and plots")->capture_default_str();
     app.add_flag("--full", o.full, "longer sweeps: prompts and caches up to the context length, "
                                    "outputs up to 512 tokens, batches up to 32");
