@@ -3,7 +3,6 @@
 // random inputs of several shapes, with the llm.c-style check
 // |gpu - cpu| <= atol + rtol |cpu|.
 // Needs a GPU: main_device.cpp exits 77 (skip) without one.
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -273,8 +272,7 @@ TEST_CASE("gpu.kernels.attention_decode") {
                 std::vector<float> q(std::size_t(rows) * H * D), ref(q.size());
                 for (int r = 0; r < rows; r++)
                     std::copy_n(qrows.data() + std::size_t(r) * q_stride, H * D, q.data() + std::size_t(r) * H * D);
-                std::vector<float> scratch(std::size_t(omp_get_max_threads()) * S);
-                attention_decode(ref.data(), q.data(), c, 0, slots.data(), pos.data(), rows, H, scratch.data());
+                attention_decode(ref.data(), q.data(), c, 0, slots.data(), pos.data(), rows, H);
 
                 auto dq = dev(qrows);
                 auto dslots = dev(slots), dpos = dev(pos);
@@ -310,8 +308,7 @@ TEST_CASE("gpu.kernels.attention_prefill") {
         std::vector<float> q(std::size_t(T) * H * D), ref(q.size());
         for (int t = 0; t < T; t++)
             std::copy_n(qrows.data() + std::size_t(t) * stride, H * D, q.data() + std::size_t(t) * H * D);
-        std::vector<float> scratch(std::size_t(omp_get_max_threads()) * S);
-        attention_prefill(ref.data(), q.data(), c, 0, b, start, T, H, scratch.data());
+        attention_prefill(ref.data(), q.data(), c, 0, b, start, T, H);
         auto dq = dev(qrows);
         // The default budget (one chunk here), and budgets of 5 and 64 query rows.
         const std::size_t per_row = std::size_t(H) * (start + T);
