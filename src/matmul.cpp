@@ -29,11 +29,10 @@ std::size_t bytes_per_weight(Precision p) { return p == Precision::f32 ? 4 : 2; 
 
 static void reserve_x_scratch(int in);
 
-// Weights the decode kernel streams live on transparent huge pages: this
-// machine's THP mode is "madvise", so only advised memory gets them. Measured
-// on the reference machine in its fast-DRAM phase: the same AVX-512 read loop
-// streams 60-61 GB/s from a huge-page buffer but 36-37 GB/s from 4 KiB pages.
-// The buffer is mmap'd directly (not malloc'd: below glibc's sliding mmap
+// Weights the decode kernel streams live on transparent huge pages: the
+// reference machine's THP mode is "madvise", so only advised memory gets them,
+// and the same read loop streams far faster from huge pages than from 4 KiB
+// ones (figures in docs/performance.md, "Huge pages"). The buffer is mmap'd directly (not malloc'd: below glibc's sliding mmap
 // threshold a vector comes from the heap, already touched in 4 KiB pages) and
 // advised before first touch. PDLAB_HUGEPAGES=0 turns the advice off.
 template <typename T>

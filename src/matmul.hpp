@@ -3,10 +3,11 @@
 // Two kernels, picked by the number of rows M:
 //  - M > kSmallM (prefill): oneDNN's matmul on weights packed once, at load,
 //    into the blocked layout its JIT kernels prefer. Compute-bound.
-//  - M <= kSmallM (decode, batched decode): our own AVX-512 kernel that streams
-//    each weight from memory once and reuses it for all M rows of x, on a
-//    copy of the weights in column panels. At M = 1 memory-bound: its speed
-//    is the weight bytes over DRAM bandwidth.
+//  - M <= kSmallM (decode, batched decode): our own panel kernel (Highway, for
+//    the instruction set isa.hpp picks; panel_kernels.hpp) that streams each
+//    weight from memory once and reuses it for all M rows of x, on a copy of
+//    the weights in column panels. At M = 1 memory-bound: its speed is the
+//    weight bytes over DRAM bandwidth.
 #pragma once
 
 #include <cstddef>
@@ -29,11 +30,11 @@ constexpr int kSmallM = 16;
 // it the decode kernel keeps x to about 16 bits more (see matmul.cpp).
 constexpr int kBf16RoundXMinM = 4;
 
-// Output columns per panel of the decode kernel's weight layout (two AVX-512
-// vectors of f32 sums).
+// Output columns per panel of the decode kernel's weight layout: the same on
+// every CPU (2 vectors of f32 sums with AVX-512, 4 with AVX2, 8 with NEON).
 constexpr int kPanel = 32;
 
-struct PackedWeights;  // oneDNN memory + primitive cache (matmul.cpp)
+struct PackedWeights;  // oneDNN memory + primitive cache (onednn_matmul.cpp)
 
 // Memory for the weights the decode kernel streams: mmap'd whole and advised
 // onto 2 MiB transparent huge pages before first touch (see matmul.cpp).
@@ -100,7 +101,9 @@ struct Linear {
 Linear make_linear(std::vector<float> w_out_in, std::vector<float> bias, int in, int out,
                    Precision precision);
 
-// y (M, out) = x (M, in) @ W^T + b. Allocates nothing once a shape has been seen.
+// y (M, out) = x (M, in) @ W^T + b. For M <= kSmallM it allocates nothing
+// (scratch is sized in make_linear); oneDNN's path builds a primitive, and its
+// buffers, the first time it sees a row count M.
 void linear_forward(const Linear& L, const float* x, int M, float* y);
 
 // The small-M kernel alone, exposed for tests and benchmarks.
