@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bf16_convert.hpp"
+#include "isa.hpp"
 
 namespace pd {
 
@@ -37,9 +38,11 @@ dnnl::matmul::primitive_desc matmul_pd(int M, dt xdt, const dnnl::memory::desc& 
     return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
 }
 
-// Whether oneDNN has a bf16 matmul on this CPU (it has none below AVX512_CORE).
+}  // namespace
+
 bool onednn_has_bf16() {
     static const bool has = [] {
+        kernel_isa();  // PDLAB_ISA caps oneDNN: before the question is asked
         try {
             matmul_pd(128, dt::bf16, dnnl::memory::desc({64, 64}, dt::bf16, tag::any), 64, nullptr, {});
             return true;
@@ -49,8 +52,6 @@ bool onednn_has_bf16() {
     }();
     return has;
 }
-
-}  // namespace
 
 // One matmul primitive per row count M, all sharing the packed weights. A
 // primitive is JIT-compiled on first use of its M, then reused.

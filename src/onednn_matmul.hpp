@@ -17,6 +17,10 @@ namespace pd {
 // in f32), twice the bytes.
 std::shared_ptr<PackedWeights> onednn_pack(const Linear& L, const float* w_out_in);
 
+// Whether oneDNN has a bf16 matmul on this CPU, under PDLAB_ISA's cap (it
+// has none below AVX512_CORE, nor on ARM64). Asked once.
+bool onednn_has_bf16();
+
 // y (M, out) = x (M, in) @ W^T + b, for any M.
 void onednn_forward(const Linear& L, const float* x, int M, float* y);
 

@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "isa.hpp"
+#include "onednn_matmul.hpp"
 #include "stream_sum.hpp"
 #include "timing.hpp"
 
@@ -107,21 +108,11 @@ PeakResult measure_peak_gflops(Precision precision, int n, int min_reps, double 
     kernel_isa();  // PDLAB_ISA caps oneDNN too
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     dnnl::stream s(eng);
-    auto make_pd = [&](dt in_dt) {
-        dnnl::memory::desc a_md({n, n}, in_dt, tag::ab), b_any({n, n}, in_dt, tag::any),
-            c_md({n, n}, dt::f32, tag::ab);
-        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_any, c_md), eng);
-    };
     // Where oneDNN has no bf16 matmul (below AVX512_CORE), bf16 prefill runs
     // as f32 products (onednn_matmul.hpp): its peak is the f32 peak.
-    dt in_dt = precision == Precision::bf16 ? dt::bf16 : dt::f32;
-    dnnl::matmul::primitive_desc pd;
-    try {
-        pd = make_pd(in_dt);
-    } catch (const dnnl::error&) {
-        in_dt = dt::f32;
-        pd = make_pd(in_dt);
-    }
+    const dt in_dt = precision == Precision::bf16 && onednn_has_bf16() ? dt::bf16 : dt::f32;
+    dnnl::memory::desc a_ab({n, n}, in_dt, tag::ab), b_any({n, n}, in_dt, tag::any), c_ab({n, n}, dt::f32, tag::ab);
+    auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_ab, b_any, c_ab), eng);
     const dnnl::memory::desc a_md = pd.src_desc(), c_md = pd.dst_desc();
     dnnl::matmul prim(pd);
     dnnl::memory a(a_md, eng), b(pd.weights_desc(), eng), c(c_md, eng);
