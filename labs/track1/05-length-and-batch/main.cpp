@@ -124,6 +124,19 @@ private:
 
 // --- the four sweeps -----------------------------------------------------------
 
+// Where the attention term of the prefill fit stands at the longest prompt.
+void explain_prefill_fit(const Fit& f, double Pmax) {
+    if (f.a > 0 && f.b > 0) {
+        std::printf("  at P = %d the quadratic (attention) term is %.0f%% of a*P + b*P^2; it would equal "
+                    "the linear term at P = a/b = %.0f\n",
+                    int(Pmax), 100.0 * f.b * Pmax * Pmax / (f.a * Pmax + f.b * Pmax * Pmax), f.a / f.b);
+    } else {
+        std::printf("  b <= 0 or a <= 0: at these lengths the curve is dominated by something other "
+                    "than attention\n  (kernel efficiency rising with P, noise): try --full or a bigger "
+                    "model, and compare the us per token column\n");
+    }
+}
+
 json sweep_prefill(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
     Engine& e = *s.engine;
     const int V = e.config().vocab_size;
@@ -166,17 +179,24 @@ json sweep_prefill(cli::Session& s, const Options& o, const fs::path& dir, const
     }
     noise_note(stats);
     std::printf("  your fit: time = %s\n", fmt_fit(f).c_str());
-    const double Pmax = P.back();
-    if (f.a > 0 && f.b > 0) {
-        std::printf("  at P = %d the quadratic (attention) term is %.0f%% of a*P + b*P^2; it would equal "
-                    "the linear term at P = a/b = %.0f\n",
-                    int(Pmax), 100.0 * f.b * Pmax * Pmax / (f.a * Pmax + f.b * Pmax * Pmax), f.a / f.b);
-    } else {
-        std::printf("  b <= 0 or a <= 0: at these lengths the curve is dominated by something other "
-                    "than attention\n  (kernel efficiency rising with P, noise): try --full or a bigger "
-                    "model, and compare the us per token column\n");
-    }
+    explain_prefill_fit(f, P.back());
     return {{"points", rows}, {"fit", fit_json(f)}, {"csv", csv.path().string()}};
+}
+
+// Your fit of step time against cache length L, and what a cached token costs.
+json explain_decode_fit(const std::vector<double>& L, const std::vector<double>& med) {
+    json fit = nullptr;
+    if (std::set<double>(L.begin(), L.end()).size() >= 3) {
+        Fit f = fit_linear_quadratic(L, med);  // yours
+        std::printf("  your fit: step = %s\n", fmt_fit(f).c_str());
+        std::printf("  the weights cost the same every step; each cached token adds about %.3f us on "
+                    "average (reading its K and V)\n",
+                    1000.0 * (f.at(L.back()) - f.at(L.front())) / (L.back() - L.front()));
+        fit = fit_json(f);
+    }
+    std::printf("  longest cache / shortest: %.2fx the step time for %.1fx the cache\n", med.back() / med.front(),
+                L.back() / L.front());
+    return fit;
 }
 
 json sweep_decode(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
@@ -220,18 +240,7 @@ json sweep_decode(cli::Session& s, const Options& o, const fs::path& dir, const 
                         {"stdev_ms", stats[i].stdev}});
     }
     noise_note(stats);
-    json fit = nullptr;
-    if (std::set<double>(L.begin(), L.end()).size() >= 3) {
-        Fit f = fit_linear_quadratic(L, med);
-        std::printf("  your fit: step = %s\n", fmt_fit(f).c_str());
-        std::printf("  the weights cost the same every step; each cached token adds about %.3f us on "
-                    "average (reading its K and V)\n",
-                    1000.0 * (f.at(L.back()) - f.at(L.front())) / (L.back() - L.front()));
-        fit = fit_json(f);
-    }
-    std::printf("  longest cache / shortest: %.2fx the step time for %.1fx the cache\n", med.back() / med.front(),
-                L.back() / L.front());
-    return {{"points", rows}, {"fit", fit}, {"csv", csv.path().string()}};
+    return {{"points", rows}, {"fit", explain_decode_fit(L, med)}, {"csv", csv.path().string()}};
 }
 
 json sweep_output(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& ns) {
@@ -279,8 +288,48 @@ json sweep_output(cli::Session& s, const Options& o, const fs::path& dir, const 
     return {{"points", rows}, {"fit", fit}, {"prompt_len", o.output_prompt_len}, {"csv", csv.path().string()}};
 }
 
-json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
+// From the smallest batch to the largest: what throughput and each request gain or lose.
+void explain_batch(const json& a, const json& z) {
+    std::printf("  from B = %d to B = %d: decode throughput x%.2f, each request's time per token x%.2f, "
+                "prefill throughput x%.2f\n",
+                a["batch"].get<int>(), z["batch"].get<int>(),
+                z["decode_tokens_per_s"].get<double>() / a["decode_tokens_per_s"].get<double>(),
+                z["decode_step_ms"].get<double>() / a["decode_step_ms"].get<double>(),
+                z["prefill_tokens_per_s"].get<double>() / a["prefill_tokens_per_s"].get<double>());
+    std::printf("  (the decode step time is also each request's time per output token)\n");
+}
+
+// B prompts prefilled one after another, then --steps batched decode steps for
+// all B, --warmup + --repeats times; the timed prefill and step times (ms).
+void measure_batch(cli::Session& s, const Options& o, int B, std::vector<double>& pre, std::vector<double>& step) {
     const int V = s.engine->config().vocab_size;
+    const int P = o.batch_prompt_len;
+    EngineOptions eo;
+    eo.device = s.engine->device();
+    eo.batch = B;
+    eo.max_seq = P + o.steps;
+    auto e = make_engine(s.loaded.model, eo);  // a cache with B slots
+    std::mt19937_64 rng(o.seed + 3);
+    std::vector<std::vector<int>> prompts;
+    for (int b = 0; b < B; b++) prompts.push_back(random_tokens(P, V, rng));
+    Batch batch{std::vector<int>(B), std::vector<int>(B), {}};
+    for (int b = 0; b < B; b++) batch.slots[b] = b;
+    for (int run = 0; run < o.warmup + o.repeats; run++) {
+        const bool timed = run >= o.warmup;
+        for (int b = 0; b < B; b++) e->reset(b);
+        double t = e->time_ms([&] {
+            for (int b = 0; b < B; b++) batch.next[b] = argmax(e->prefill(b, prompts[b]), V);
+        });
+        if (timed) pre.push_back(t);
+        batch.remaining.assign(B, o.steps);
+        for (int k = 0; k < o.steps; k++) {
+            double ms = e->time_ms([&] { batched_decode_step(*e, batch); });  // yours
+            if (timed) step.push_back(ms);
+        }
+    }
+}
+
+json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
     const int P = o.batch_prompt_len;
     std::printf("\n[4] batch size: B prompts of %d tokens (prefilled one after another), then %d decode "
                 "steps for all B\n    sequences together through your batched_decode_step() (median of %d)\n",
@@ -295,30 +344,8 @@ json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const s
     for (std::size_t i = 0; i < bs.size(); i++) {
         const int B = bs[i];
         std::fprintf(stderr, "batch: B = %d (%zu/%zu)...\n", B, i + 1, bs.size());
-        EngineOptions eo;
-        eo.device = s.engine->device();
-        eo.batch = B;
-        eo.max_seq = P + o.steps;
-        auto e = make_engine(s.loaded.model, eo);  // a cache with B slots
-        std::mt19937_64 rng(o.seed + 3);
-        std::vector<std::vector<int>> prompts;
-        for (int b = 0; b < B; b++) prompts.push_back(random_tokens(P, V, rng));
-        Batch batch{std::vector<int>(B), std::vector<int>(B), {}};
-        for (int b = 0; b < B; b++) batch.slots[b] = b;
         std::vector<double> pre, step;
-        for (int run = 0; run < o.warmup + o.repeats; run++) {
-            const bool timed = run >= o.warmup;
-            for (int b = 0; b < B; b++) e->reset(b);
-            double t = e->time_ms([&] {
-                for (int b = 0; b < B; b++) batch.next[b] = argmax(e->prefill(b, prompts[b]), V);
-            });
-            if (timed) pre.push_back(t);
-            batch.remaining.assign(B, o.steps);
-            for (int k = 0; k < o.steps; k++) {
-                double ms = e->time_ms([&] { batched_decode_step(*e, batch); });  // yours
-                if (timed) step.push_back(ms);
-            }
-        }
+        measure_batch(s, o, B, pre, step);
         step_stats.push_back(summarize(step));
         double pre_ms = summarize(pre).median, step_ms = step_stats.back().median;
         double pre_tps = 1000.0 * B * P / pre_ms, dec_tps = 1000.0 * B / step_ms;
@@ -330,17 +357,7 @@ json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const s
                         {"decode_step_ms", step_ms}, {"decode_tokens_per_s", dec_tps}});
     }
     noise_note(step_stats);
-    if (rows.size() >= 2) {
-        const json& a = rows.front();
-        const json& z = rows.back();
-        std::printf("  from B = %d to B = %d: decode throughput x%.2f, each request's time per token x%.2f, "
-                    "prefill throughput x%.2f\n",
-                    a["batch"].get<int>(), z["batch"].get<int>(),
-                    z["decode_tokens_per_s"].get<double>() / a["decode_tokens_per_s"].get<double>(),
-                    z["decode_step_ms"].get<double>() / a["decode_step_ms"].get<double>(),
-                    z["prefill_tokens_per_s"].get<double>() / a["prefill_tokens_per_s"].get<double>());
-        std::printf("  (the decode step time is also each request's time per output token)\n");
-    }
+    if (rows.size() >= 2) explain_batch(rows.front(), rows.back());
     return {{"points", rows}, {"prompt_len", P}, {"steps", o.steps}, {"csv", csv.path().string()}};
 }
 

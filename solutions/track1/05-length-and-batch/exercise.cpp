@@ -80,6 +80,28 @@ void check_batch(const Engine& engine, const Batch& b) {
     }
 }
 
+// Gaussian elimination with partial pivoting on the augmented 3x4 matrix M;
+// w = the solution.
+void solve3(double M[3][4], double w[3]) {
+    for (int c = 0; c < 3; c++) {
+        int piv = c;
+        for (int r = c + 1; r < 3; r++)
+            if (std::fabs(M[r][c]) > std::fabs(M[piv][c])) piv = r;
+        if (M[piv][c] == 0.0) throw std::invalid_argument("fit_linear_quadratic: singular system");
+        if (piv != c)
+            for (int k = 0; k < 4; k++) std::swap(M[c][k], M[piv][k]);
+        for (int r = c + 1; r < 3; r++) {
+            const double f = M[r][c] / M[c][c];
+            for (int k = c; k < 4; k++) M[r][k] -= f * M[c][k];
+        }
+    }
+    for (int c = 2; c >= 0; c--) {
+        double acc = M[c][3];
+        for (int k = c + 1; k < 3; k++) acc -= M[c][k] * w[k];
+        w[c] = acc / M[c][c];
+    }
+}
+
 }  // namespace
 
 void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
@@ -131,25 +153,8 @@ Fit fit_linear_quadratic(std::span<const double> P, std::span<const double> ms) 
             M[j][3] += col[j] * ms[i];
         }
     }
-    // Gaussian elimination with partial pivoting on the augmented 3x4 matrix.
-    for (int c = 0; c < 3; c++) {
-        int piv = c;
-        for (int r = c + 1; r < 3; r++)
-            if (std::fabs(M[r][c]) > std::fabs(M[piv][c])) piv = r;
-        if (M[piv][c] == 0.0) throw std::invalid_argument("fit_linear_quadratic: singular system");
-        if (piv != c)
-            for (int k = 0; k < 4; k++) std::swap(M[c][k], M[piv][k]);
-        for (int r = c + 1; r < 3; r++) {
-            const double f = M[r][c] / M[c][c];
-            for (int k = c; k < 4; k++) M[r][k] -= f * M[c][k];
-        }
-    }
     double w[3];
-    for (int c = 2; c >= 0; c--) {
-        double acc = M[c][3];
-        for (int k = c + 1; k < 3; k++) acc -= M[c][k] * w[k];
-        w[c] = acc / M[c][c];
-    }
+    solve3(M, w);
     Fit f;
     f.c0 = w[0];
     f.a = w[1] / s;
