@@ -58,8 +58,8 @@ def main():
     lab = re.match(r"\d+", sys.argv[1].split("/")[-1]).group(0)
     cpu, gpu = (json.load(open(p)) for p in sys.argv[2:])
     print(f"lab {lab}: the same workload on both devices")
-    print(f"  cpu   {cpu.get('hardware', '?')} ({cpu.get('timing_method', '?')})")
-    print(f"  cuda  {gpu.get('hardware', '?')} ({gpu.get('timing_method', '?')})")
+    print(f"  cpu   {cpu.get('hardware', '?')}")
+    print(f"  cuda  {gpu.get('hardware', '?')}")
     table = list(rows(lab, cpu, gpu))
     if not table:
         print(f"  (no headline numbers known for lab {lab}; compare the two JSON files)")
