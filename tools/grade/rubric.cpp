@@ -66,7 +66,7 @@ std::vector<std::string> get_strings(const json& obj, const char* key, const std
 
 Rubric parse_rubric(const json& j, const std::string& origin) {
     if (!j.is_object()) throw RubricError(origin + ": the rubric must be a JSON object");
-    only_keys(j, {"lab", "title", "checks", "comment"}, origin);
+    only_keys(j, {"lab", "title", "checks", "comment", "seed", "may_not_use"}, origin);
     Rubric r;
     r.lab = get_string(j, "lab", origin, true);
     r.title = get_string(j, "title", origin, false);

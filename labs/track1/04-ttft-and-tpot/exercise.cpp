@@ -5,39 +5,36 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include "todo_exercise.hpp"
 
 namespace pd::lab04 {
 
+std::vector<Scheduled> schedule_fcfs(std::span<const double> arrival_ms,
+                                     std::span<const ServiceTrace> services) {
+    (void)arrival_ms, (void)services;
+    TODO_EXERCISE(
+        "README \"How the queue is simulated\": one server, one clock. Decide the serving order "
+        "first (by arrival, ties by index), then walk it keeping the time the server is free; "
+        "exercise.hpp says what each Scheduled field holds and what to reject");
+}
+
 RequestMetrics request_metrics(double submit_ms, std::span<const double> token_times_ms) {
     (void)submit_ms, (void)token_times_ms;
     TODO_EXERCISE(
-        "check the input (empty, before submit, going backwards: std::invalid_argument), then "
-        "ttft = t[0] - submit, e2el = t[n-1] - submit, itls[k-1] = t[k] - t[k-1], and "
-        "tpot = (e2el - ttft) / (n - 1) only when n > 1 (leave the optional empty for n == 1)");
+        "README \"The four metrics\" gives each definition; exercise.hpp lists the three inputs to "
+        "reject and the one-token case");
 }
 
 std::vector<double> pooled_itl(std::span<const RequestMetrics> requests) {
     (void)requests;
-    TODO_EXERCISE("append every request's itls_ms, in request order, to one vector");
-}
-
-Summary summarize_metric(std::span<const double> values) {
-    (void)values;
-    TODO_EXERCISE(
-        "copy and sort the values; mean = sum / n; percentile p sits at rank r = p/100 * (n - 1): "
-        "take v[floor(r)] + (v[ceil(r)] - v[floor(r)]) * (r - floor(r)); median is p = 50. "
-        "Empty input: n = 0 and NaN (std::numeric_limits<double>::quiet_NaN()) for the rest");
+    TODO_EXERCISE("README task 3: one sample per gap, request order then token order");
 }
 
 double e2e_latency(double ttft_ms, double tpot_ms, int output_tokens) {
     (void)ttft_ms, (void)tpot_ms, (void)output_tokens;
-    TODO_EXERCISE(
-        "the first token arrives at ttft, each of the other n - 1 one tpot later; throw "
-        "std::invalid_argument for n < 1");
+    TODO_EXERCISE("README \"The worked example\": how many tokens come after the first?");
 }
 
 }  // namespace pd::lab04

@@ -1,6 +1,7 @@
-// Lab 04: what you write. The latency metrics a serving benchmark reports,
-// computed from what a client can see: when it sent a request, and when each
-// output token reached it. All times are in milliseconds on one clock.
+// Lab 04: what you write. A serving benchmark's view of latency, built from
+// what the model really did: the first-come-first-served queue in front of ONE
+// model (a virtual clock), then the metrics a client sees from the timestamps
+// of the tokens that reach it. All times are in milliseconds on one clock.
 //
 // Names follow vLLM's benchmark (ttft, tpot, itl, e2el), so your numbers can be
 // read next to theirs.
@@ -12,6 +13,34 @@
 
 namespace pd::lab04 {
 
+// What serving one request took on the model, measured with the engine's
+// timer, counted from the moment the server picks the request up (ms).
+struct ServiceTrace {
+    double first_token_ms = 0;    // tokenize + prefill + first sample + streaming token 1
+    std::vector<double> step_ms;  // (n - 1): each later token's decode step + sample + streaming
+};
+
+// Where one request sits on the virtual clock.
+struct Scheduled {
+    double arrival_ms = 0;               // when the client sent it
+    double start_ms = 0;                 // when the server picked it up (>= arrival)
+    double queue_ms = 0;                 // start - arrival: waiting, no work done
+    std::vector<double> token_times_ms;  // (n): when token k reached the client
+};
+
+// Task 1 (README "How the queue is simulated"): ONE server, first come first
+// served, one request at a time. Request i arrives at arrival_ms[i] and, once
+// started, streams its tokens as services[i] says. The server takes the
+// waiting request that arrived first (on equal arrival times, the lower
+// index), and is free again when that request's last token is out.
+//   arrival_ms : (R) in any order (a request may be listed before an earlier one)
+//   services   : (R) request i's service
+// Returns (R) entries in the order of the input (entry i is request i).
+// Throws std::invalid_argument when the spans differ in length, an arrival is
+// negative or not finite, or a service time is negative or not finite.
+std::vector<Scheduled> schedule_fcfs(std::span<const double> arrival_ms,
+                                     std::span<const ServiceTrace> services);
+
 // One request, seen from the client.
 struct RequestMetrics {
     int output_tokens = 0;          // tokens that reached the client (n)
@@ -22,31 +51,21 @@ struct RequestMetrics {
     std::vector<double> itls_ms;    // (n - 1) inter-token latencies: token_times[k] - token_times[k-1]
 };
 
-// The metrics of one request from its submit time and the arrival time of
-// each of its output tokens (token_times_ms: (n), in order).
+// Task 2: the metrics of one request from its submit time and the arrival
+// time of each of its output tokens (token_times_ms: (n), in order).
 // Throws std::invalid_argument when token_times_ms is empty (a request that
 // produced nothing has no first token), when a token arrives before the submit
 // time, or when a timestamp is earlier than the one before it.
 RequestMetrics request_metrics(double submit_ms, std::span<const double> token_times_ms);
 
-// Every inter-token gap of every request, in request order then token order:
-// the population the ITL percentiles are taken over (one sample per gap, so a
-// long answer weighs more than a short one, unlike the mean of TPOT).
+// Task 3: every inter-token gap of every request, in request order then token
+// order: the population the ITL percentiles are taken over (one sample per
+// gap, so a long answer weighs more than a short one, unlike the mean of TPOT).
 std::vector<double> pooled_itl(std::span<const RequestMetrics> requests);
 
-// mean, median, p90 and p99 of a metric. Percentiles use linear interpolation
-// between the sorted values (numpy's default): the p-th percentile of n sorted
-// values sits at rank p/100 * (n - 1), between the two values around it.
-// An empty input gives n = 0 and NaN everywhere (no data is not 0 ms).
-struct Summary {
-    int n = 0;
-    double mean = 0, median = 0, p90 = 0, p99 = 0;
-};
-Summary summarize_metric(std::span<const double> values);
-
-// The end-to-end latency that a TTFT and an average TPOT imply for an answer of
-// `output_tokens` tokens: the first token after ttft, then one every tpot.
-// Throws std::invalid_argument when output_tokens < 1.
+// Task 4: the end-to-end latency that a TTFT and an average TPOT imply for an
+// answer of `output_tokens` tokens: the first token after ttft, then one every
+// tpot. Throws std::invalid_argument when output_tokens < 1.
 double e2e_latency(double ttft_ms, double tpot_ms, int output_tokens);
 
 }  // namespace pd::lab04

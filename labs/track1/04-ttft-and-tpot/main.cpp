@@ -9,8 +9,9 @@
 // wait, so start = max(arrival, previous finish) gives the queueing a real
 // server would add, without sleeping until each arrival.
 //
-// Your functions (exercise.cpp) turn the per-token timestamps into TTFT, TPOT,
-// ITL and E2EL, and summarise them.
+// Your functions (exercise.cpp) run that virtual clock (schedule_fcfs) and turn
+// the per-token timestamps into TTFT, TPOT, ITL and E2EL; src/timing.hpp's
+// summarize() gives their mean, median, p90 and p99.
 #include <omp.h>
 
 #include <algorithm>
@@ -81,13 +82,13 @@ struct Service {
         for (double d : decode_step_ms) s += d;
         return s;
     }
-};
-
-// Where each request sits on the virtual clock.
-struct Scheduled {
-    double arrival_ms = 0, start_ms = 0, queue_ms = 0;
-    std::vector<double> token_times_ms;  // absolute (virtual) arrival of each token at the client
-    RequestMetrics m;
+    // The service as the virtual clock needs it: token 1, then each gap.
+    ServiceTrace trace() const {
+        ServiceTrace t{token_rel_ms.front(), {}};
+        for (std::size_t k = 1; k < token_rel_ms.size(); k++)
+            t.step_ms.push_back(token_rel_ms[k] - token_rel_ms[k - 1]);
+        return t;
+    }
 };
 
 const char* kWords[] = {
@@ -203,57 +204,52 @@ std::vector<double> arrivals(const std::vector<double>& unit_gaps, double rate) 
     return a;
 }
 
-// One server, first come first served: start = max(arrival, previous finish).
-std::vector<Scheduled> schedule(const std::vector<Service>& svc, const std::vector<double>& arrive) {
-    std::vector<Scheduled> out(svc.size());
-    double free_at = 0;
-    for (std::size_t i = 0; i < svc.size(); i++) {
-        Scheduled& s = out[i];
-        s.arrival_ms = arrive[i];
-        s.start_ms = std::max(arrive[i], free_at);
-        s.queue_ms = s.start_ms - s.arrival_ms;
-        for (double rel : svc[i].token_rel_ms) s.token_times_ms.push_back(s.start_ms + rel);
-        s.m = request_metrics(s.arrival_ms, s.token_times_ms);  // yours
-        free_at = s.start_ms + svc[i].total_ms();
-    }
-    return out;
+// One run on the virtual clock: your schedule, then your metrics per request.
+struct Timeline {
+    std::vector<Scheduled> sch;
+    std::vector<RequestMetrics> m;
+};
+
+Timeline simulate(const std::vector<Service>& svc, const std::vector<double>& arrive) {
+    std::vector<ServiceTrace> traces;
+    for (const Service& v : svc) traces.push_back(v.trace());
+    Timeline t{schedule_fcfs(arrive, traces), {}};  // yours
+    for (const Scheduled& x : t.sch) t.m.push_back(request_metrics(x.arrival_ms, x.token_times_ms));  // yours
+    return t;
 }
 
 struct Report {
-    Summary ttft, tpot, itl, e2el, queue, prefill, decode_step;
+    Stats ttft, tpot, itl, e2el, queue, prefill, decode_step;
 };
 
-Report summarize_run(const std::vector<Service>& svc, const std::vector<Scheduled>& sch) {
-    std::vector<RequestMetrics> ms;
+Report summarize_run(const std::vector<Service>& svc, const Timeline& t) {
     std::vector<double> ttft, tpot, e2el, queue, prefill, step;
-    for (std::size_t i = 0; i < sch.size(); i++) {
-        const auto& m = sch[i].m;
-        ms.push_back(m);
+    for (std::size_t i = 0; i < t.sch.size(); i++) {
+        const auto& m = t.m[i];
         ttft.push_back(m.ttft_ms);
         if (m.tpot_ms) tpot.push_back(*m.tpot_ms);  // one-token answers have none
         e2el.push_back(m.e2el_ms);
-        queue.push_back(sch[i].queue_ms);
+        queue.push_back(t.sch[i].queue_ms);
         prefill.push_back(svc[i].prefill_ms);
         step.insert(step.end(), svc[i].decode_step_ms.begin(), svc[i].decode_step_ms.end());
     }
-    std::vector<double> itl = pooled_itl(ms);
-    return {summarize_metric(ttft), summarize_metric(tpot),  summarize_metric(itl),
-            summarize_metric(e2el), summarize_metric(queue), summarize_metric(prefill),
-            summarize_metric(step)};
+    return {summarize(ttft), summarize(tpot),  summarize(pooled_itl(t.m)),  // pooled_itl: yours
+            summarize(e2el), summarize(queue), summarize(prefill), summarize(step)};
 }
 
-std::string num(double v, int width = 9, int prec = 2) {
-    if (std::isnan(v)) return fmt::format("{:>{}}", "-", width);
+// A statistic of no samples (every answer one token long has no TPOT) is "-", not 0 ms.
+std::string num(const Stats& s, double v, int width = 9, int prec = 2) {
+    if (s.n == 0) return fmt::format("{:>{}}", "-", width);
     return fmt::format("{:>{}.{}f}", v, width, prec);
 }
 
-std::string summary_row(const char* name, const Summary& s) {
-    return fmt::format("  {:<26} {:>5} {} {} {} {}\n", name, s.n, num(s.mean), num(s.median), num(s.p90),
-                       num(s.p99));
+std::string summary_row(const char* name, const Stats& s) {
+    return fmt::format("  {:<26} {:>5} {} {} {} {}\n", name, s.n, num(s, s.mean), num(s, s.median),
+                       num(s, s.p90), num(s, s.p99));
 }
 
-nlohmann::json summary_json(const Summary& s) {
-    auto v = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+nlohmann::json summary_json(const Stats& s) {
+    auto v = [&](double x) { return s.n == 0 ? nlohmann::json(nullptr) : nlohmann::json(x); };
     return {{"n", s.n}, {"mean", v(s.mean)}, {"median", v(s.median)}, {"p90", v(s.p90)}, {"p99", v(s.p99)}};
 }
 
@@ -269,39 +265,73 @@ double parse_rate(const std::string& s) {
     fail("--rate must be a positive number of requests per second, auto or inf, got \"{}\"", s);
 }
 
-int run(const Options& o) {
+void check_options(const Options& o) {
     if (o.requests < 1) fail("--requests must be at least 1, got {}", o.requests);
     if (o.prompt_len < 1) fail("--prompt-len must be at least 1, got {}", o.prompt_len);
     if (o.output_len < 1) fail("--output-len must be at least 1, got {}", o.output_len);
     if (!(o.range_ratio >= 0 && o.range_ratio < 1)) fail("--range-ratio must be in [0, 1), got {}", o.range_ratio);
     if (!(o.load > 0 && o.load < 10)) fail("--load must be in (0, 10), got {}", o.load);
     validate(o.sampler);
-    double rate = parse_rate(o.rate);
+}
 
-    // Your four functions, once on tiny inputs before anything is served: a
-    // missing exercise stops the lab here with its hint, in task order.
-    {
-        const std::vector<double> t = {1.0, 2.0};
-        std::vector<RequestMetrics> one = {request_metrics(0.0, t)};
-        pooled_itl(one);
-        summarize_metric(t);
-        e2e_latency(1.0, 1.0, 2);
+// Your four functions, once on tiny inputs before anything is served: a
+// missing exercise stops the lab here with its hint, in task order.
+void try_exercises() {
+    const std::vector<double> arrive = {0.0};
+    const std::vector<ServiceTrace> one = {{1.0, {1.0}}};
+    std::vector<Scheduled> s = schedule_fcfs(arrive, one);
+    std::vector<RequestMetrics> m = {request_metrics(0.0, s[0].token_times_ms)};
+    pooled_itl(m);
+    e2e_latency(1.0, 1.0, 2);
+}
+
+// Warm-up: one prefill per distinct prompt length (oneDNN compiles a kernel
+// the first time it sees a row count) and a few decode steps, thrown away.
+void warm_up(Engine& e, const Tokenizer& tok, const std::vector<RequestSpec>& reqs, const Options& o,
+             int max_out) {
+    std::set<int> lens;
+    for (auto& r : reqs) lens.insert(r.prompt_len);
+    for (int L : lens) {
+        RequestSpec w = reqs[0];
+        w.prompt_len = L;
+        w.output_len = std::min(4, max_out);
+        std::mt19937_64 wrng{std::uint64_t(L)};
+        if (!w.ids.empty()) w.ids.assign(L, 1 % e.config().vocab_size);
+        else w.text = random_words(wrng, L + 4);
+        serve(e, tok, w, o.sampler, false);
     }
+}
 
-    const int max_prompt = std::max(1, int(std::lround(o.prompt_len * (1 + o.range_ratio))));
-    const int max_out = std::max(1, int(std::lround(o.output_len * (1 + o.range_ratio))));
-    cli::Session s = cli::open_session(o.lab, 1, max_prompt + max_out);
-    Engine& e = *s.engine;
+// Serve every request once, for real, back to back.
+std::vector<Service> serve_all(Engine& e, const Tokenizer& tok, const std::vector<RequestSpec>& reqs,
+                               const Options& o) {
+    std::vector<Service> svc;
+    for (std::size_t i = 0; i < reqs.size(); i++) {
+        if (reqs.size() >= 8 && i % std::max<std::size_t>(1, reqs.size() / 4) == 0)
+            std::fprintf(stderr, "serving request %zu/%zu...\n", i + 1, reqs.size());
+        svc.push_back(serve(e, tok, reqs[i], o.sampler, o.stop_at_eos));
+    }
+    return svc;
+}
+
+// Arrivals: a Poisson process is exponential gaps, seeded; drawn at unit rate
+// so that every rate of the sweep reuses the same draws.
+std::vector<double> unit_gaps(const Options& o) {
+    std::mt19937_64 arr_rng(o.seed);
+    std::exponential_distribution<double> unit(1.0);
+    std::vector<double> gaps(std::size_t(o.requests), 0.0);
+    for (std::size_t i = 1; i < gaps.size(); i++) gaps[i] = unit(arr_rng);
+    return gaps;
+}
+
+double mean_service_ms(const std::vector<Service>& svc) {
+    double sum = 0;
+    for (auto& v : svc) sum += v.total_ms();
+    return sum / double(svc.size());
+}
+
+void print_header(const Options& o, Engine& e, bool spelled) {
     const Config& c = e.config();
-    if (max_prompt + max_out > e.max_seq())
-        fail("prompts of up to {} tokens plus {} output tokens need {} positions, more than the "
-             "context length of {}: lower --prompt-len or --output-len", max_prompt, max_out,
-             max_prompt + max_out, e.max_seq());
-    const Tokenizer& tok = s.loaded.tokenizer;
-
-    bool spelled = true;
-    std::vector<RequestSpec> reqs = make_requests(o, tok, c.vocab_size, spelled);
-
     std::printf("Lab 04: TTFT and TPOT, seen by a client\n");
     std::printf("model    %s (%s, %d layers, dim %d, vocab %d), %s, %s: %s\n", o.lab.model.c_str(),
                 family_name(c.family), c.n_layers, c.dim, c.vocab_size, o.lab.precision.c_str(),
@@ -309,46 +339,9 @@ int run(const Options& o) {
     if (!spelled)
         std::printf("note     this model's vocabulary cannot spell text, so prompts are random token "
                     "ids and tokenize shows 0\n");
+}
 
-    // Warm-up: one prefill per distinct prompt length (oneDNN compiles a kernel
-    // the first time it sees a row count) and a few decode steps, thrown away.
-    if (!o.cold) {
-        std::set<int> lens;
-        for (auto& r : reqs) lens.insert(r.prompt_len);
-        for (int L : lens) {
-            RequestSpec w = reqs[0];
-            w.prompt_len = L;
-            w.output_len = std::min(4, max_out);
-            std::mt19937_64 wrng{std::uint64_t(L)};
-            if (!w.ids.empty()) w.ids.assign(L, 1 % c.vocab_size);
-            else w.text = random_words(wrng, L + 4);
-            serve(e, tok, w, o.sampler, false);
-        }
-    }
-
-    // Serve every request once, for real, back to back.
-    std::vector<Service> svc;
-    for (std::size_t i = 0; i < reqs.size(); i++) {
-        if (reqs.size() >= 8 && i % std::max<std::size_t>(1, reqs.size() / 4) == 0)
-            std::fprintf(stderr, "serving request %zu/%zu...\n", i + 1, reqs.size());
-        svc.push_back(serve(e, tok, reqs[i], o.sampler, o.stop_at_eos));
-    }
-    double mean_service = 0;
-    for (auto& v : svc) mean_service += v.total_ms();
-    mean_service /= double(svc.size());
-    const double capacity = 1000.0 / mean_service;  // requests/s one server can finish
-
-    // Arrivals: Poisson process = exponential gaps, seeded.
-    std::mt19937_64 arr_rng(o.seed);
-    std::exponential_distribution<double> unit(1.0);
-    std::vector<double> unit_gaps(reqs.size(), 0.0);
-    for (std::size_t i = 1; i < unit_gaps.size(); i++) unit_gaps[i] = unit(arr_rng);
-    const bool auto_rate = rate == 0.0;
-    if (auto_rate) rate = o.load * capacity;
-
-    std::vector<Scheduled> sch = schedule(svc, arrivals(unit_gaps, rate));
-    Report rep = summarize_run(svc, sch);
-
+void print_workload(const Options& o, double rate, bool auto_rate, double capacity, double mean_service) {
     std::printf("workload %d requests, prompt %d tokens, %d output tokens%s, %s%s\n", o.requests,
                 o.prompt_len, o.output_len,
                 o.range_ratio > 0 ? fmt::format(" (each x [{:.2f}, {:.2f}])", 1 - o.range_ratio, 1 + o.range_ratio).c_str() : "",
@@ -364,27 +357,42 @@ int run(const Options& o) {
     std::printf("server   ONE model, first come first served, one request at a time; service phases "
                 "measured for real,\n         arrivals and queueing on a virtual clock (README.md, "
                 "\"How the queue is simulated\")\n\n");
+}
 
-    // Per-request breakdown.
+// Task 5: where each request's TTFT went.
+void print_per_request(const std::vector<Service>& svc, const Timeline& t, int rows) {
     std::printf("per request (ms; arrive is since the first arrival)\n");
     std::printf("  %4s %9s %9s %8s %8s %7s %6s | %8s | %6s %9s %8s | %7s %9s\n", "id", "arrive", "queue",
                 "tokenize", "prefill", "1st smp", "other", "TTFT", "steps", "decode", "smp+strm", "TPOT",
                 "E2EL");
-    const int shown = std::min<int>(o.rows, int(sch.size()));
+    const int shown = std::min<int>(rows, int(t.sch.size()));
     for (int i = 0; i < shown; i++) {
         const auto& v = svc[i];
-        const auto& m = sch[i].m;
-        double other = m.ttft_ms - sch[i].queue_ms - v.tokenize_ms - v.prefill_ms - v.first_sample_ms;
+        const auto& m = t.m[i];
+        double other = m.ttft_ms - t.sch[i].queue_ms - v.tokenize_ms - v.prefill_ms - v.first_sample_ms;
         std::printf("  %4d %9.2f %9.2f %8.3f %8.2f %7.3f %6.3f | %8.2f | %6zu %9.2f %8.3f | %7s %9.2f\n", i,
-                    sch[i].arrival_ms, sch[i].queue_ms, v.tokenize_ms, v.prefill_ms, v.first_sample_ms,
+                    t.sch[i].arrival_ms, t.sch[i].queue_ms, v.tokenize_ms, v.prefill_ms, v.first_sample_ms,
                     other, m.ttft_ms, v.decode_step_ms.size(), v.decode_ms(), v.sample_stream_ms,
                     m.tpot_ms ? fmt::format("{:.2f}", *m.tpot_ms).c_str() : "-", m.e2el_ms);
     }
-    if (shown < int(sch.size()))
-        std::printf("  ... %zu more (--rows N to show them, --json FILE for all)\n", sch.size() - shown);
+    if (shown < int(t.sch.size()))
+        std::printf("  ... %zu more (--rows N to show them, --json FILE for all)\n", t.sch.size() - shown);
     std::printf("  TTFT = queue + tokenize + prefill + 1st smp + other (reset, timers); TPOT = (E2EL - "
                 "TTFT) / (n - 1)\n\n");
+}
 
+void print_throughput(const Timeline& t, int requests) {
+    double first = t.sch.front().arrival_ms, last = 0;
+    long tokens = 0;
+    for (std::size_t i = 0; i < t.sch.size(); i++)
+        last = std::max(last, t.sch[i].token_times_ms.back()), tokens += t.m[i].output_tokens;
+    double span_s = (last - first) / 1000.0;
+    if (span_s > 0)
+        std::printf("  throughput over the run: %.2f requests/s, %.1f output tokens/s (first arrival "
+                    "to last token, %.2f s)\n", requests / span_s, tokens / span_s, span_s);
+}
+
+void print_summaries(const Report& rep, const Timeline& t, int requests) {
     std::printf("client-observed latency (ms, vLLM's names)   n      mean    median       p90       p99\n");
     std::fputs(summary_row("ttft", rep.ttft).c_str(), stdout);
     std::fputs(summary_row("tpot", rep.tpot).c_str(), stdout);
@@ -394,45 +402,43 @@ int run(const Options& o) {
     std::fputs(summary_row("queue (waiting, no work)", rep.queue).c_str(), stdout);
     std::fputs(summary_row("prefill (model-side)", rep.prefill).c_str(), stdout);
     std::fputs(summary_row("decode step (model-side)", rep.decode_step).c_str(), stdout);
-    {
-        double first = sch.front().arrival_ms, last = 0;
-        long tokens = 0;
-        for (const auto& x : sch) last = std::max(last, x.token_times_ms.back()), tokens += x.m.output_tokens;
-        double span_s = (last - first) / 1000.0;
-        if (span_s > 0)
-            std::printf("  throughput over the run: %.2f requests/s, %.1f output tokens/s (first arrival "
-                        "to last token, %.2f s)\n", o.requests / span_s, tokens / span_s, span_s);
-    }
+    print_throughput(t, requests);
     if (rep.ttft.n > 0 && rep.ttft.mean > 0)
         std::printf("  of the mean TTFT, %.0f%% is queueing and %.0f%% is prefill: TTFT is not prefill time\n",
                     100.0 * rep.queue.mean / rep.ttft.mean, 100.0 * rep.prefill.mean / rep.ttft.mean);
     std::printf("\n");
+}
 
-    // The same measured services under other arrival rates.
+// Task 6: the same measured services under other arrival rates.
+nlohmann::json print_rate_sweep(const std::vector<Service>& svc, const std::vector<double>& gaps,
+                                double capacity) {
     nlohmann::json sweep = nlohmann::json::array();
-    if (!o.no_rate_sweep) {
-        std::printf("the same %d services under other arrival rates (virtual clock: the model is not re-run)\n",
-                    o.requests);
-        std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s\n", "load", "req/s", "queue mean", "ttft median",
-                    "ttft p90", "ttft p99", "tpot median", "e2el p90");
-        for (double load : {0.25, 0.5, 0.8, 0.95, 1.2, -1.0}) {
-            double r = load < 0 ? std::numeric_limits<double>::infinity() : load * capacity;
-            Report x = summarize_run(svc, schedule(svc, arrivals(unit_gaps, r)));
-            std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s\n",
-                        load < 0 ? "burst" : fmt::format("{:.2f}", load).c_str(),
-                        load < 0 ? "inf" : fmt::format("{:.2f}", r).c_str(), num(x.queue.mean, 11).c_str(),
-                        num(x.ttft.median, 11).c_str(), num(x.ttft.p90, 10).c_str(), num(x.ttft.p99, 10).c_str(),
-                        num(x.tpot.median, 11).c_str(), num(x.e2el.p90, 10).c_str());
-            sweep.push_back({{"load", load < 0 ? nlohmann::json("burst") : nlohmann::json(load)},
-                             {"rate", load < 0 ? nlohmann::json("inf") : nlohmann::json(r)},
-                             {"queue", summary_json(x.queue)}, {"ttft", summary_json(x.ttft)},
-                             {"tpot", summary_json(x.tpot)}, {"e2el", summary_json(x.e2el)}});
-        }
-        std::printf("  load = arrival rate x mean service time; TPOT does not move (one request at a time), "
-                    "TTFT does\n\n");
+    std::printf("the same %zu services under other arrival rates (virtual clock: the model is not re-run)\n",
+                svc.size());
+    std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s\n", "load", "req/s", "queue mean", "ttft median",
+                "ttft p90", "ttft p99", "tpot median", "e2el p90");
+    for (double load : {0.25, 0.5, 0.8, 0.95, 1.2, -1.0}) {
+        const bool burst = load < 0;
+        double r = burst ? std::numeric_limits<double>::infinity() : load * capacity;
+        Report x = summarize_run(svc, simulate(svc, arrivals(gaps, r)));
+        std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s\n",
+                    burst ? "burst" : fmt::format("{:.2f}", load).c_str(),
+                    burst ? "inf" : fmt::format("{:.2f}", r).c_str(), num(x.queue, x.queue.mean, 11).c_str(),
+                    num(x.ttft, x.ttft.median, 11).c_str(), num(x.ttft, x.ttft.p90, 10).c_str(),
+                    num(x.ttft, x.ttft.p99, 10).c_str(), num(x.tpot, x.tpot.median, 11).c_str(),
+                    num(x.e2el, x.e2el.p90, 10).c_str());
+        sweep.push_back({{"load", burst ? nlohmann::json("burst") : nlohmann::json(load)},
+                         {"rate", burst ? nlohmann::json("inf") : nlohmann::json(r)},
+                         {"queue", summary_json(x.queue)}, {"ttft", summary_json(x.ttft)},
+                         {"tpot", summary_json(x.tpot)}, {"e2el", summary_json(x.e2el)}});
     }
+    std::printf("  load = arrival rate x mean service time; TPOT does not move (one request at a time), "
+                "TTFT does\n\n");
+    return sweep;
+}
 
-    // The worked example, from your e2e_latency().
+// Task 4: the worked example, from your e2e_latency().
+double print_worked_example(const Report& rep, int output_len) {
     double example = e2e_latency(600.0, 35.0, 200);
     std::printf("worked example: 2,000 prompt tokens, 200 output tokens, TTFT 600 ms, average TPOT 35 ms\n");
     std::printf("  e2e_latency(600, 35, 200) = %.1f ms, about %.2f s (0.6 s to the first token, then 199 x 35 ms)\n",
@@ -440,79 +446,123 @@ int run(const Options& o) {
     if (rep.tpot.n > 0) {
         std::printf("  this run: e2e_latency(mean ttft %.2f, mean tpot %.2f, %d) = %.2f ms; measured mean "
                     "e2el %.2f ms\n",
-                    rep.ttft.mean, rep.tpot.mean, o.output_len,
-                    e2e_latency(rep.ttft.mean, rep.tpot.mean, o.output_len), rep.e2el.mean);
+                    rep.ttft.mean, rep.tpot.mean, output_len,
+                    e2e_latency(rep.ttft.mean, rep.tpot.mean, output_len), rep.e2el.mean);
         std::printf("  (means add up when every answer has the same length; medians and percentiles do "
                     "not: median e2el is %.2f ms)\n", rep.e2el.median);
     }
     std::printf("\n");
+    return example;
+}
 
-    // One request as the client saw it stream.
-    if (o.timeline >= 0 && o.timeline < int(sch.size())) {
-        const auto& v = svc[o.timeline];
-        const auto& t = sch[o.timeline];
-        std::printf("request %d as streamed (submitted at %.2f ms, waited %.2f ms in the queue)\n", o.timeline,
-                    t.arrival_ms, t.queue_ms);
-        std::printf("  %5s %12s %10s  %s\n", "token", "since submit", "ITL", "text streamed");
-        const int n = int(t.token_times_ms.size());
-        for (int k = 0; k < n && k < 24; k++) {
-            std::string piece = v.pieces[k];
-            for (char& ch : piece)
-                if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
-            std::printf("  %5d %12.2f %10s  \"%s\"\n", k + 1, t.token_times_ms[k] - t.arrival_ms,
-                        k == 0 ? "(TTFT)" : fmt::format("{:.2f}", t.token_times_ms[k] - t.token_times_ms[k - 1]).c_str(),
-                        piece.c_str());
-        }
-        if (n > 24) std::printf("  ... %d more tokens\n", n - 24);
-        if (v.stopped_at_eos) std::printf("  (the last token was the end-of-text token)\n");
+// One request as the client saw it stream.
+void print_stream(const Service& v, const Scheduled& t, int id) {
+    std::printf("request %d as streamed (submitted at %.2f ms, waited %.2f ms in the queue)\n", id,
+                t.arrival_ms, t.queue_ms);
+    std::printf("  %5s %12s %10s  %s\n", "token", "since submit", "ITL", "text streamed");
+    const int n = int(t.token_times_ms.size());
+    for (int k = 0; k < n && k < 24; k++) {
+        std::string piece = v.pieces[k];
+        for (char& ch : piece)
+            if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
+        std::printf("  %5d %12.2f %10s  \"%s\"\n", k + 1, t.token_times_ms[k] - t.arrival_ms,
+                    k == 0 ? "(TTFT)" : fmt::format("{:.2f}", t.token_times_ms[k] - t.token_times_ms[k - 1]).c_str(),
+                    piece.c_str());
     }
+    if (n > 24) std::printf("  ... %d more tokens\n", n - 24);
+    if (v.stopped_at_eos) std::printf("  (the last token was the end-of-text token)\n");
+}
+
+nlohmann::json per_request_json(const std::vector<Service>& svc, const Timeline& t) {
+    nlohmann::json per = nlohmann::json::array();
+    for (std::size_t i = 0; i < t.sch.size(); i++) {
+        const auto& v = svc[i];
+        const auto& m = t.m[i];
+        per.push_back({{"id", i},
+                       {"prompt_tokens", v.prompt_tokens},
+                       {"output_tokens", m.output_tokens},
+                       {"arrival_ms", t.sch[i].arrival_ms},
+                       {"start_ms", t.sch[i].start_ms},
+                       {"queue_ms", t.sch[i].queue_ms},
+                       {"tokenize_ms", v.tokenize_ms},
+                       {"prefill_ms", v.prefill_ms},
+                       {"first_sample_ms", v.first_sample_ms},
+                       {"decode_step_ms", v.decode_step_ms},
+                       {"sample_stream_ms", v.sample_stream_ms},
+                       {"token_times_ms", t.sch[i].token_times_ms},
+                       {"ttft_ms", m.ttft_ms},
+                       {"tpot_ms", m.tpot_ms ? nlohmann::json(*m.tpot_ms) : nlohmann::json(nullptr)},
+                       {"e2el_ms", m.e2el_ms},
+                       {"stopped_at_eos", v.stopped_at_eos}});
+    }
+    return per;
+}
+
+nlohmann::json run_json(const Options& o, Engine& e, double rate, double capacity, const Report& rep) {
+    nlohmann::json j;
+    j["lab"] = "04-ttft-and-tpot";
+    j["model"] = o.lab.model;
+    j["precision"] = o.lab.precision;
+    j["device"] = device_name(e.device());
+    j["hardware"] = e.hardware();
+    j["threads"] = omp_get_max_threads();
+    j["timing_method"] = e.timing_method();
+    j["queue_model"] = "one server, FCFS, one request at a time; service measured, arrivals on a virtual clock";
+    j["requests"] = o.requests;
+    j["rate"] = std::isinf(rate) ? nlohmann::json("inf") : nlohmann::json(rate);
+    j["offered_load"] = std::isinf(rate) ? nlohmann::json(nullptr) : nlohmann::json(rate / capacity);
+    j["seed"] = o.seed;
+    j["prompt_len"] = o.prompt_len;
+    j["output_len"] = o.output_len;
+    j["range_ratio"] = o.range_ratio;
+    j["warmup"] = !o.cold;
+    j["summary"] = {{"ttft", summary_json(rep.ttft)},   {"tpot", summary_json(rep.tpot)},
+                    {"itl", summary_json(rep.itl)},     {"e2el", summary_json(rep.e2el)},
+                    {"queue", summary_json(rep.queue)}, {"prefill", summary_json(rep.prefill)},
+                    {"decode_step", summary_json(rep.decode_step)}};
+    return j;
+}
+
+int run(const Options& o) {
+    check_options(o);
+    double rate = parse_rate(o.rate);
+    try_exercises();
+
+    const int max_prompt = std::max(1, int(std::lround(o.prompt_len * (1 + o.range_ratio))));
+    const int max_out = std::max(1, int(std::lround(o.output_len * (1 + o.range_ratio))));
+    cli::Session s = cli::open_session(o.lab, 1, max_prompt + max_out);
+    Engine& e = *s.engine;
+    if (max_prompt + max_out > e.max_seq())
+        fail("prompts of up to {} tokens plus {} output tokens need {} positions, more than the "
+             "context length of {}: lower --prompt-len or --output-len", max_prompt, max_out,
+             max_prompt + max_out, e.max_seq());
+    const Tokenizer& tok = s.loaded.tokenizer;
+    bool spelled = true;
+    std::vector<RequestSpec> reqs = make_requests(o, tok, e.config().vocab_size, spelled);
+    print_header(o, e, spelled);
+
+    if (!o.cold) warm_up(e, tok, reqs, o, max_out);
+    std::vector<Service> svc = serve_all(e, tok, reqs, o);
+    const double mean_service = mean_service_ms(svc);
+    const double capacity = 1000.0 / mean_service;  // requests/s one server can finish
+    const bool auto_rate = rate == 0.0;
+    if (auto_rate) rate = o.load * capacity;
+    const std::vector<double> gaps = unit_gaps(o);
+    Timeline t = simulate(svc, arrivals(gaps, rate));
+    Report rep = summarize_run(svc, t);
+
+    print_workload(o, rate, auto_rate, capacity, mean_service);
+    print_per_request(svc, t, o.rows);
+    print_summaries(rep, t, o.requests);
+    nlohmann::json sweep = o.no_rate_sweep ? nlohmann::json::array() : print_rate_sweep(svc, gaps, capacity);
+    double example = print_worked_example(rep, o.output_len);
+    if (o.timeline >= 0 && o.timeline < int(t.sch.size())) print_stream(svc[o.timeline], t.sch[o.timeline], o.timeline);
 
     if (!o.lab.json.empty()) {
-        nlohmann::json j;
-        j["lab"] = "04-ttft-and-tpot";
-        j["model"] = o.lab.model;
-        j["precision"] = o.lab.precision;
-        j["device"] = device_name(e.device());
-        j["hardware"] = e.hardware();
-        j["threads"] = omp_get_max_threads();
-        j["timing_method"] = e.timing_method();
-        j["queue_model"] = "one server, FCFS, one request at a time; service measured, arrivals on a virtual clock";
-        j["requests"] = o.requests;
-        j["rate"] = std::isinf(rate) ? nlohmann::json("inf") : nlohmann::json(rate);
-        j["offered_load"] = std::isinf(rate) ? nlohmann::json(nullptr) : nlohmann::json(rate / capacity);
-        j["seed"] = o.seed;
-        j["prompt_len"] = o.prompt_len;
-        j["output_len"] = o.output_len;
-        j["range_ratio"] = o.range_ratio;
-        j["warmup"] = !o.cold;
-        j["summary"] = {{"ttft", summary_json(rep.ttft)},   {"tpot", summary_json(rep.tpot)},
-                        {"itl", summary_json(rep.itl)},     {"e2el", summary_json(rep.e2el)},
-                        {"queue", summary_json(rep.queue)}, {"prefill", summary_json(rep.prefill)},
-                        {"decode_step", summary_json(rep.decode_step)}};
+        nlohmann::json j = run_json(o, e, rate, capacity, rep);
         j["rate_sweep"] = sweep;
         j["worked_example_e2el_ms"] = example;
-        nlohmann::json per = nlohmann::json::array();
-        for (std::size_t i = 0; i < sch.size(); i++) {
-            const auto& v = svc[i];
-            const auto& m = sch[i].m;
-            per.push_back({{"id", i},
-                           {"prompt_tokens", v.prompt_tokens},
-                           {"output_tokens", m.output_tokens},
-                           {"arrival_ms", sch[i].arrival_ms},
-                           {"start_ms", sch[i].start_ms},
-                           {"queue_ms", sch[i].queue_ms},
-                           {"tokenize_ms", v.tokenize_ms},
-                           {"prefill_ms", v.prefill_ms},
-                           {"first_sample_ms", v.first_sample_ms},
-                           {"decode_step_ms", v.decode_step_ms},
-                           {"sample_stream_ms", v.sample_stream_ms},
-                           {"token_times_ms", sch[i].token_times_ms},
-                           {"ttft_ms", m.ttft_ms},
-                           {"tpot_ms", m.tpot_ms ? nlohmann::json(*m.tpot_ms) : nlohmann::json(nullptr)},
-                           {"e2el_ms", m.e2el_ms},
-                           {"stopped_at_eos", v.stopped_at_eos}});
-        }
-        j["per_request"] = per;
+        j["per_request"] = per_request_json(svc, t);
         lab::write_lab_json(o.lab, j);
     }
     return 0;

@@ -1,4 +1,4 @@
-// Lab 05 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-2).
+// Lab 05 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-3).
 // Build with ./kit build (or ninja -C build), then run the tests:
 //   meson test -C build --suite track1-05
 #include "exercise.hpp"
@@ -8,25 +8,29 @@
 #include <stdexcept>
 
 #include "todo_exercise.hpp"
-#include "sampler.hpp"  // pd::argmax(logits, n)
 
 namespace pd::lab05 {
 
-const float* batched_decode_step(Engine& engine, std::span<const int> slots, std::span<int> tokens) {
-    (void)engine, (void)slots, (void)tokens;
+void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
+                       std::span<const int> slots, std::span<const int> lens, int n_heads) {
+    (void)out, (void)q, (void)cache, (void)layer, (void)slots, (void)lens, (void)n_heads;
     TODO_EXERCISE(
-        "one call: const float* logits = engine.decode(slots, tokens); it returns (B, vocab) "
-        "logits, row r for slots[r]. Then tokens[r] = pd::argmax(logits + r * vocab, vocab) for "
-        "each r (vocab = engine.config().vocab_size), and return logits");
+        "README \"A ragged batch\": for each (row, head), lab 03's attention of one head, over "
+        "that row's own length; exercise.hpp gives the shapes, the head map and what to reject");
+}
+
+int batched_decode_step(Engine& engine, Batch& batch) {
+    (void)engine, (void)batch;
+    TODO_EXERCISE(
+        "README task 2: gather, one engine.decode() for the gathered rows, pick per row (your own "
+        "loop over the vocabulary), scatter back; exercise.hpp lists the checks");
 }
 
 Fit fit_linear_quadratic(std::span<const double> P, std::span<const double> ms) {
     (void)P, (void)ms;
     TODO_EXERCISE(
-        "check sizes and that there are >= 3 distinct P (std::invalid_argument); scale x = P / "
-        "max|P| so the numbers stay near 1; build the 3x3 normal equations A^T A w = A^T y for "
-        "the columns [1, x, x^2]; solve (Gaussian elimination or Cramer's rule); undo the "
-        "scaling: a = w1 / s, b = w2 / s^2; then r2 = 1 - SS_res / SS_tot");
+        "README \"Prefill: a line plus a parabola\": least squares for three unknowns (the normal "
+        "equations are 3x3); scale P first so P^4 keeps its digits; r2 as exercise.hpp defines it");
 }
 
 }  // namespace pd::lab05

@@ -1,26 +1,55 @@
-// Lab 05: what you write. A batched decode step, and the least-squares fit
-// that splits prefill time into a part linear in the prompt length and a part
-// that grows with its square.
+// Lab 05: what you write. The two halves of batched decoding: the attention of
+// B sequences whose caches hold different lengths, and the step that serves
+// every unfinished sequence of a batch with one forward pass. Then the
+// least-squares fit that splits prefill time into a part linear in the prompt
+// length and a part that grows with its square.
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "engine.hpp"
+#include "kv_cache.hpp"
 
 namespace pd::lab05 {
 
-// One decode step for B sequences at once.
-//   slots  : (B) the cache slot of each sequence (distinct; any order, any subset
-//            of the engine's batch; every one already prefilled)
-//   tokens : (B) in: the newest token of each sequence, the one this step
-//            consumes; out: the token each sequence picks next (greedy: the
-//            index of the largest logit, the first one on ties)
-// All B sequences go through ONE engine.decode() call: that is the point of
-// batching, each weight is read from memory once for all B rows. Row r of the
-// logits it returns, (B, vocab), belongs to slots[r]. Every sequence's cache
-// grows by one position.
-// Returns those logits (they stay valid until the engine's next call).
-const float* batched_decode_step(Engine& engine, std::span<const int> slots, std::span<int> tokens);
+// Task 1 (README "Batch size", "A ragged batch"): decode attention for B
+// sequences at once, each over its OWN cache length.
+//   out, q : (B, n_heads * head_dim); row r, head h starts at r * n_heads * head_dim + h * head_dim
+//   cache  : layer `layer` of a KVCache, (batch, n_kv_heads, max_seq, head_dim) per layer,
+//            read through kv_key()/kv_value()
+//   slots  : (B) the cache slot of row r's sequence
+//   lens   : (B) row r attends to positions 0 .. lens[r] - 1 of its slot and to nothing
+//            after them (whatever the cache holds there: another request's old tokens,
+//            garbage, NaN)
+// Query head h reads KV head h / (n_heads / n_kv_heads); scores are q . k / sqrt(head_dim),
+// softmaxed over the row's lens[r] positions; the output is the weighted sum of V.
+// Throws std::invalid_argument when the spans differ in length, n_heads is not
+// a multiple of cache.n_kv_heads, layer or a slot is outside the cache, or a
+// length is outside [1, cache.max_seq].
+void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
+                       std::span<const int> slots, std::span<const int> lens, int n_heads);
+
+// The sequences a batch is generating together.
+struct Batch {
+    std::vector<int> slots;      // (B) each sequence's cache slot (distinct; every one prefilled)
+    std::vector<int> next;       // (B) each sequence's newest token, the one its next step consumes
+    std::vector<int> remaining;  // (B) decode steps each sequence still wants; 0: finished
+};
+
+// Task 2: one decode step for every unfinished sequence of the batch.
+// Gather the rows with remaining > 0 (in batch order) and run them through ONE
+// engine.decode() call: that is the point of batching, each weight is read
+// from memory once for all rows. Row r of the logits it returns, (rows, vocab),
+// belongs to the r-th gathered sequence. Pick each row's token greedily (the
+// index of the largest logit, the first on ties), write it back to that
+// sequence's `next`, and count one step off its `remaining`. Finished
+// sequences stay out of the call: their caches do not grow.
+// Returns the number of rows decoded (0 when all are finished: then no call).
+// Throws std::invalid_argument when the three vectors differ in length, a
+// `remaining` is negative, or an unfinished sequence's cache is full
+// (engine.cache_len(slot) == engine.max_seq()).
+int batched_decode_step(Engine& engine, Batch& batch);
 
 // time(P) ~= c0 + a * P + b * P^2, the least-squares fit over the points
 // (P[i], ms[i]).
@@ -34,8 +63,8 @@ struct Fit {
     double at(double P) const { return c0 + a * P + b * P * P; }
 };
 
-// Throws std::invalid_argument when the spans differ in length or hold fewer
-// than three distinct P values (three unknowns need three different points).
+// Task 3. Throws std::invalid_argument when the spans differ in length or hold
+// fewer than three distinct P values (three unknowns need three different points).
 Fit fit_linear_quadratic(std::span<const double> P, std::span<const double> ms);
 
 }  // namespace pd::lab05

@@ -8,6 +8,8 @@
 //   output   total generation time against the number of output tokens
 //   batch    B sequences: prefill throughput, and decode steps that serve all B
 //            at once through your batched_decode_step()
+//   ragged   your batched_attention() over B caches of different lengths,
+//            checked against the engine's and timed ragged vs padded
 #include <omp.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attention.hpp"  // the engine's decode attention, to check yours against
 #include "exercise.hpp"
 #include "generate.hpp"
 #include "hardware.hpp"
@@ -47,7 +50,7 @@ struct Options {
     cli::CommonOptions lab;
     std::string out = "lab05-results";
     bool full = false;
-    std::vector<std::string> sweeps = {"prefill", "decode", "output", "batch"};
+    std::vector<std::string> sweeps = {"prefill", "decode", "output", "batch", "ragged"};
     std::vector<int> prompt_lens, cache_lens, output_lens, batches;
     int warmup = 1;
     int repeats = 3;
@@ -121,6 +124,19 @@ private:
 
 // --- the four sweeps -----------------------------------------------------------
 
+// Where the attention term of the prefill fit stands at the longest prompt.
+void explain_prefill_fit(const Fit& f, double Pmax) {
+    if (f.a > 0 && f.b > 0) {
+        std::printf("  at P = %d the quadratic (attention) term is %.0f%% of a*P + b*P^2; it would equal "
+                    "the linear term at P = a/b = %.0f\n",
+                    int(Pmax), 100.0 * f.b * Pmax * Pmax / (f.a * Pmax + f.b * Pmax * Pmax), f.a / f.b);
+    } else {
+        std::printf("  b <= 0 or a <= 0: at these lengths the curve is dominated by something other "
+                    "than attention\n  (kernel efficiency rising with P, noise): try --full or a bigger "
+                    "model, and compare the us per token column\n");
+    }
+}
+
 json sweep_prefill(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
     Engine& e = *s.engine;
     const int V = e.config().vocab_size;
@@ -163,17 +179,24 @@ json sweep_prefill(cli::Session& s, const Options& o, const fs::path& dir, const
     }
     noise_note(stats);
     std::printf("  your fit: time = %s\n", fmt_fit(f).c_str());
-    const double Pmax = P.back();
-    if (f.a > 0 && f.b > 0) {
-        std::printf("  at P = %d the quadratic (attention) term is %.0f%% of a*P + b*P^2; it would equal "
-                    "the linear term at P = a/b = %.0f\n",
-                    int(Pmax), 100.0 * f.b * Pmax * Pmax / (f.a * Pmax + f.b * Pmax * Pmax), f.a / f.b);
-    } else {
-        std::printf("  b <= 0 or a <= 0: at these lengths the curve is dominated by something other "
-                    "than attention\n  (kernel efficiency rising with P, noise): try --full or a bigger "
-                    "model, and compare the us per token column\n");
-    }
+    explain_prefill_fit(f, P.back());
     return {{"points", rows}, {"fit", fit_json(f)}, {"csv", csv.path().string()}};
+}
+
+// Your fit of step time against cache length L, and what a cached token costs.
+json explain_decode_fit(const std::vector<double>& L, const std::vector<double>& med) {
+    json fit = nullptr;
+    if (std::set<double>(L.begin(), L.end()).size() >= 3) {
+        Fit f = fit_linear_quadratic(L, med);  // yours
+        std::printf("  your fit: step = %s\n", fmt_fit(f).c_str());
+        std::printf("  the weights cost the same every step; each cached token adds about %.3f us on "
+                    "average (reading its K and V)\n",
+                    1000.0 * (f.at(L.back()) - f.at(L.front())) / (L.back() - L.front()));
+        fit = fit_json(f);
+    }
+    std::printf("  longest cache / shortest: %.2fx the step time for %.1fx the cache\n", med.back() / med.front(),
+                L.back() / L.front());
+    return fit;
 }
 
 json sweep_decode(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& lens) {
@@ -185,20 +208,21 @@ json sweep_decode(cli::Session& s, const Options& o, const fs::path& dir, const 
     std::vector<double> L, med;
     std::vector<Stats> stats;
     std::vector<int> start;
-    int slot = 0;
     for (std::size_t i = 0; i < lens.size(); i++) {
         const int S = lens[i];
         std::fprintf(stderr, "decode: cache length %d (%zu/%zu)...\n", S, i + 1, lens.size());
         e.reset(0);
         std::vector<int> toks = random_tokens(S, V, rng);
-        int tok = argmax(e.prefill(0, toks), V);
+        // A batch of one sequence in slot 0 with every step still to do.
+        const int timed = o.repeats * o.steps;
+        Batch one{{0}, {argmax(e.prefill(0, toks), V)}, {o.warmup * o.steps + timed}};
         // Warm-up steps, then timed ones; the cache grows by one each step.
-        for (int k = 0; k < o.warmup * o.steps; k++) batched_decode_step(e, {&slot, 1}, {&tok, 1});
+        for (int k = 0; k < o.warmup * o.steps; k++) batched_decode_step(e, one);
         std::vector<double> ms;
         double len_sum = 0;
-        for (int k = 0; k < o.repeats * o.steps; k++) {
+        for (int k = 0; k < timed; k++) {
             len_sum += e.cache_len(0);
-            ms.push_back(e.time_ms([&] { batched_decode_step(e, {&slot, 1}, {&tok, 1}); }));  // yours
+            ms.push_back(e.time_ms([&] { batched_decode_step(e, one); }));  // yours
         }
         Stats st = summarize(ms);
         L.push_back(len_sum / double(ms.size()));
@@ -216,18 +240,7 @@ json sweep_decode(cli::Session& s, const Options& o, const fs::path& dir, const 
                         {"stdev_ms", stats[i].stdev}});
     }
     noise_note(stats);
-    json fit = nullptr;
-    if (std::set<double>(L.begin(), L.end()).size() >= 3) {
-        Fit f = fit_linear_quadratic(L, med);
-        std::printf("  your fit: step = %s\n", fmt_fit(f).c_str());
-        std::printf("  the weights cost the same every step; each cached token adds about %.3f us on "
-                    "average (reading its K and V)\n",
-                    1000.0 * (f.at(L.back()) - f.at(L.front())) / (L.back() - L.front()));
-        fit = fit_json(f);
-    }
-    std::printf("  longest cache / shortest: %.2fx the step time for %.1fx the cache\n", med.back() / med.front(),
-                L.back() / L.front());
-    return {{"points", rows}, {"fit", fit}, {"csv", csv.path().string()}};
+    return {{"points", rows}, {"fit", explain_decode_fit(L, med)}, {"csv", csv.path().string()}};
 }
 
 json sweep_output(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& ns) {
@@ -275,8 +288,48 @@ json sweep_output(cli::Session& s, const Options& o, const fs::path& dir, const 
     return {{"points", rows}, {"fit", fit}, {"prompt_len", o.output_prompt_len}, {"csv", csv.path().string()}};
 }
 
-json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
+// From the smallest batch to the largest: what throughput and each request gain or lose.
+void explain_batch(const json& a, const json& z) {
+    std::printf("  from B = %d to B = %d: decode throughput x%.2f, each request's time per token x%.2f, "
+                "prefill throughput x%.2f\n",
+                a["batch"].get<int>(), z["batch"].get<int>(),
+                z["decode_tokens_per_s"].get<double>() / a["decode_tokens_per_s"].get<double>(),
+                z["decode_step_ms"].get<double>() / a["decode_step_ms"].get<double>(),
+                z["prefill_tokens_per_s"].get<double>() / a["prefill_tokens_per_s"].get<double>());
+    std::printf("  (the decode step time is also each request's time per output token)\n");
+}
+
+// B prompts prefilled one after another, then --steps batched decode steps for
+// all B, --warmup + --repeats times; the timed prefill and step times (ms).
+void measure_batch(cli::Session& s, const Options& o, int B, std::vector<double>& pre, std::vector<double>& step) {
     const int V = s.engine->config().vocab_size;
+    const int P = o.batch_prompt_len;
+    EngineOptions eo;
+    eo.device = s.engine->device();
+    eo.batch = B;
+    eo.max_seq = P + o.steps;
+    auto e = make_engine(s.loaded.model, eo);  // a cache with B slots
+    std::mt19937_64 rng(o.seed + 3);
+    std::vector<std::vector<int>> prompts;
+    for (int b = 0; b < B; b++) prompts.push_back(random_tokens(P, V, rng));
+    Batch batch{std::vector<int>(B), std::vector<int>(B), {}};
+    for (int b = 0; b < B; b++) batch.slots[b] = b;
+    for (int run = 0; run < o.warmup + o.repeats; run++) {
+        const bool timed = run >= o.warmup;
+        for (int b = 0; b < B; b++) e->reset(b);
+        double t = e->time_ms([&] {
+            for (int b = 0; b < B; b++) batch.next[b] = argmax(e->prefill(b, prompts[b]), V);
+        });
+        if (timed) pre.push_back(t);
+        batch.remaining.assign(B, o.steps);
+        for (int k = 0; k < o.steps; k++) {
+            double ms = e->time_ms([&] { batched_decode_step(*e, batch); });  // yours
+            if (timed) step.push_back(ms);
+        }
+    }
+}
+
+json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const std::vector<int>& bs) {
     const int P = o.batch_prompt_len;
     std::printf("\n[4] batch size: B prompts of %d tokens (prefilled one after another), then %d decode "
                 "steps for all B\n    sequences together through your batched_decode_step() (median of %d)\n",
@@ -291,29 +344,8 @@ json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const s
     for (std::size_t i = 0; i < bs.size(); i++) {
         const int B = bs[i];
         std::fprintf(stderr, "batch: B = %d (%zu/%zu)...\n", B, i + 1, bs.size());
-        EngineOptions eo;
-        eo.device = s.engine->device();
-        eo.batch = B;
-        eo.max_seq = P + o.steps;
-        auto e = make_engine(s.loaded.model, eo);  // a cache with B slots
-        std::mt19937_64 rng(o.seed + 3);
-        std::vector<std::vector<int>> prompts;
-        for (int b = 0; b < B; b++) prompts.push_back(random_tokens(P, V, rng));
-        std::vector<int> slots(B), tokens(B);
-        for (int b = 0; b < B; b++) slots[b] = b;
         std::vector<double> pre, step;
-        for (int run = 0; run < o.warmup + o.repeats; run++) {
-            const bool timed = run >= o.warmup;
-            for (int b = 0; b < B; b++) e->reset(b);
-            double t = e->time_ms([&] {
-                for (int b = 0; b < B; b++) tokens[b] = argmax(e->prefill(b, prompts[b]), V);
-            });
-            if (timed) pre.push_back(t);
-            for (int k = 0; k < o.steps; k++) {
-                double ms = e->time_ms([&] { batched_decode_step(*e, slots, tokens); });  // yours
-                if (timed) step.push_back(ms);
-            }
-        }
+        measure_batch(s, o, B, pre, step);
         step_stats.push_back(summarize(step));
         double pre_ms = summarize(pre).median, step_ms = step_stats.back().median;
         double pre_tps = 1000.0 * B * P / pre_ms, dec_tps = 1000.0 * B / step_ms;
@@ -325,18 +357,81 @@ json sweep_batch(cli::Session& s, const Options& o, const fs::path& dir, const s
                         {"decode_step_ms", step_ms}, {"decode_tokens_per_s", dec_tps}});
     }
     noise_note(step_stats);
-    if (rows.size() >= 2) {
-        const json& a = rows.front();
-        const json& z = rows.back();
-        std::printf("  from B = %d to B = %d: decode throughput x%.2f, each request's time per token x%.2f, "
-                    "prefill throughput x%.2f\n",
-                    a["batch"].get<int>(), z["batch"].get<int>(),
-                    z["decode_tokens_per_s"].get<double>() / a["decode_tokens_per_s"].get<double>(),
-                    z["decode_step_ms"].get<double>() / a["decode_step_ms"].get<double>(),
-                    z["prefill_tokens_per_s"].get<double>() / a["prefill_tokens_per_s"].get<double>());
-        std::printf("  (the decode step time is also each request's time per output token)\n");
-    }
+    if (rows.size() >= 2) explain_batch(rows.front(), rows.back());
     return {{"points", rows}, {"prompt_len", P}, {"steps", o.steps}, {"csv", csv.path().string()}};
+}
+
+// --- [5] a ragged batch ------------------------------------------------------------
+
+// A one-layer cache shaped like the model's attention with random contents,
+// and B rows whose lengths spread from 1 to `longest` (one row has it).
+struct Ragged {
+    KVCache cache;
+    std::vector<int> slots, lens;
+    std::vector<float> q;  // (B, n_heads * head_dim)
+};
+
+Ragged make_ragged(const Config& c, int B, int longest, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> randn(0.0f, 1.0f);
+    Ragged r{make_kv_cache(1, B, c.n_kv_heads, longest, c.head_dim), {}, {}, {}};
+    for (float& x : r.cache.k) x = randn(rng);
+    for (float& x : r.cache.v) x = randn(rng);
+    std::uniform_int_distribution<int> len(1, longest);
+    for (int b = 0; b < B; b++) r.slots.push_back(b), r.lens.push_back(b == 0 ? longest : len(rng));
+    r.q.resize(std::size_t(B) * c.n_heads * c.head_dim);
+    for (float& x : r.q) x = randn(rng);
+    return r;
+}
+
+// Largest |yours - engine's| over the batch: row r at position lens[r] - 1.
+double ragged_error(const Ragged& r, int n_heads) {
+    std::vector<float> mine(r.q.size()), ref(r.q.size());
+    std::vector<int> last(r.lens.size());
+    for (std::size_t b = 0; b < last.size(); b++) last[b] = r.lens[b] - 1;
+    batched_attention(mine.data(), r.q.data(), r.cache, 0, r.slots, r.lens, n_heads);  // yours
+    attention_decode(ref.data(), r.q.data(), r.cache, 0, r.slots.data(), last.data(), int(last.size()), n_heads);
+    double worst = 0;
+    for (std::size_t i = 0; i < mine.size(); i++) worst = std::max(worst, double(std::fabs(mine[i] - ref[i])));
+    return worst;
+}
+
+// Median ms of your batched_attention over the rows' lengths (host CPU).
+double time_attention(const Ragged& r, const std::vector<int>& lens, int n_heads, int repeats) {
+    std::vector<float> out(r.q.size());
+    std::vector<double> ms;
+    for (int k = 0; k < repeats + 1; k++) {
+        const double t = now_ms();
+        batched_attention(out.data(), r.q.data(), r.cache, 0, r.slots, lens, n_heads);
+        if (k > 0) ms.push_back(now_ms() - t);  // the first call warms the caches
+    }
+    return summarize(ms).median;
+}
+
+json ragged_batch(const Config& c, const Options& o, int ctx, bool& ok) {
+    const int B = 8, longest = std::min(ctx, 1024);
+    Ragged r = make_ragged(c, B, longest, o.seed + 4);
+    std::printf("\n[5] a ragged batch: decode attention of %d sequences whose caches hold different "
+                "lengths,\n    through your batched_attention() on the host CPU (one layer, %d heads / %d "
+                "KV heads of dim %d)\n", B, c.n_heads, c.n_kv_heads, c.head_dim);
+    const double err = ragged_error(r, c.n_heads);
+    ok = err <= 1e-4;
+    const std::vector<int> padded(static_cast<std::size_t>(B), longest);
+    long ragged_pos = 0;
+    for (int len : r.lens) ragged_pos += len;
+    const double t_ragged = time_attention(r, r.lens, c.n_heads, o.repeats);
+    const double t_padded = time_attention(r, padded, c.n_heads, o.repeats);
+    std::printf("  lengths %s\n", fmt::format("{}", fmt::join(r.lens, ", ")).c_str());
+    std::printf("  against the engine's attention_decode: largest difference %.2e %s\n", err,
+                ok ? "(ok)" : "<-- MISMATCH: run the lab05.attention tests");
+    std::printf("  %-30s %10s %12s\n", "", "positions", "median ms");
+    std::printf("  %-30s %10ld %12.3f\n", "ragged (each row its length)", ragged_pos, t_ragged);
+    std::printf("  %-30s %10d %12.3f\n", "padded (every row the longest)", B * longest, t_padded);
+    std::printf("  padding to the longest would read %.2fx the positions: the work a ragged batch saves\n",
+                double(B) * longest / double(ragged_pos));
+    return {{"batch", B}, {"lens", r.lens}, {"max_abs_error", err}, {"ok", ok},
+            {"ragged_positions", ragged_pos}, {"padded_positions", B * longest},
+            {"ragged_ms", t_ragged}, {"padded_ms", t_padded}};
 }
 
 // --- plots ------------------------------------------------------------------------
@@ -379,7 +474,9 @@ std::vector<int> doubling(int from, int to) {
     return v;
 }
 
-int run(Options& o) {
+const char* kSweeps[] = {"prefill", "decode", "output", "batch", "ragged"};
+
+std::set<std::string> check_options(const Options& o) {
     if (o.warmup < 0) fail("--warmup must be >= 0, got {}", o.warmup);
     if (o.repeats < 1) fail("--repeats must be at least 1, got {}", o.repeats);
     if (o.steps < 1) fail("--steps must be at least 1, got {}", o.steps);
@@ -387,27 +484,33 @@ int run(Options& o) {
     if (o.batch_prompt_len < 1) fail("--batch-prompt-len must be at least 1, got {}", o.batch_prompt_len);
     std::set<std::string> want(o.sweeps.begin(), o.sweeps.end());
     for (auto& w : want)
-        if (w != "prefill" && w != "decode" && w != "output" && w != "batch")
-            fail("unknown sweep \"{}\" in --sweeps: use prefill, decode, output, batch", w);
+        if (std::find(std::begin(kSweeps), std::end(kSweeps), w) == std::end(kSweeps))
+            fail("unknown sweep \"{}\" in --sweeps: use prefill, decode, output, batch, ragged", w);
+    return want;
+}
 
-    cli::Session s = cli::open_session(o.lab, 1, 0);
-    Engine& e = *s.engine;
-    const Config& c = e.config();
-    const int ctx = e.max_seq();
+// Your three functions, once on tiny inputs before any long sweep: a missing
+// exercise stops the lab here, not after minutes of measuring.
+void try_exercises(Engine& e) {
+    Ragged r = make_ragged(e.config(), 1, 1, 0);
+    std::vector<float> out(r.q.size());
+    batched_attention(out.data(), r.q.data(), r.cache, 0, r.slots, r.lens, e.config().n_heads);
+    int tok = 0;
+    e.reset(0);
+    e.prefill(0, {&tok, 1});
+    Batch one{{0}, {tok}, {1}};
+    batched_decode_step(e, one);
+    e.reset(0);
+    std::vector<double> x = {1, 2, 3}, y = {1, 4, 9};
+    fit_linear_quadratic(x, y);
+}
 
-    // Your two functions, once on tiny inputs before any long sweep: a missing
-    // exercise stops the lab here, not after minutes of measuring.
-    {
-        int slot = 0, tok = 0;
-        e.reset(0);
-        e.prefill(0, {&tok, 1});
-        batched_decode_step(e, {&slot, 1}, {&tok, 1});
-        e.reset(0);
-        std::vector<double> x = {1, 2, 3}, y = {1, 4, 9};
-        fit_linear_quadratic(x, y);
-    }
+// The sweep points: small by default, --full for more, or given exactly.
+struct Points {
+    std::vector<int> prompt_lens, cache_lens, output_lens, batches;
+};
 
-    // The sweep points: small by default, --full for more, or given exactly.
+Points choose_points(Options& o, int ctx, const std::set<std::string>& want) {
     const int steps_room = (o.warmup + o.repeats) * o.steps + 1;
     if (o.prompt_lens.empty())
         o.prompt_lens = o.full ? doubling(32, 4096) : std::vector<int>{32, 64, 128, 192, 256, 384, 512};
@@ -416,50 +519,62 @@ int run(Options& o) {
     if (o.output_lens.empty())
         o.output_lens = o.full ? std::vector<int>{1, 16, 32, 64, 128, 256, 512} : std::vector<int>{1, 8, 16, 32, 64};
     if (o.batches.empty()) o.batches = o.full ? std::vector<int>{1, 2, 4, 8, 16, 24, 32} : std::vector<int>{1, 2, 4, 8, 16};
-    auto prompt_lens = fit_range(o.prompt_lens, 1, ctx, "prompt lengths");
-    auto cache_lens = fit_range(o.cache_lens, 1, ctx - steps_room, "cache lengths");
-    auto output_lens = fit_range(o.output_lens, 1, ctx - o.output_prompt_len, "output lengths");
-    auto batches = fit_range(o.batches, 1, 1024, "batch sizes");
+    Points p{fit_range(o.prompt_lens, 1, ctx, "prompt lengths"),
+             fit_range(o.cache_lens, 1, ctx - steps_room, "cache lengths"),
+             fit_range(o.output_lens, 1, ctx - o.output_prompt_len, "output lengths"),
+             fit_range(o.batches, 1, 1024, "batch sizes")};
     if (o.steps >= ctx) fail("--steps {} leaves no room for a prompt in the context length of {}", o.steps, ctx);
     if (o.batch_prompt_len + o.steps > ctx) {
         std::fprintf(stderr, "note: --batch-prompt-len %d plus --steps %d exceed the context length of %d; "
                      "using prompts of %d tokens\n", o.batch_prompt_len, o.steps, ctx, ctx - o.steps);
         o.batch_prompt_len = ctx - o.steps;
     }
-    if (want.count("prefill") && prompt_lens.size() < 3)
+    if (want.count("prefill") && p.prompt_lens.size() < 3)
         fail("the prefill sweep needs at least 3 prompt lengths that fit the context of {}", ctx);
+    return p;
+}
 
-    fs::path dir(o.out);
+fs::path make_out_dir(const std::string& out) {
+    fs::path dir(out);
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) fail("cannot create the output folder {}: {}", o.out, ec.message());
+    if (ec || !fs::is_directory(dir)) fail("cannot create the output folder {}: {}", out, ec.message());
+    return dir;
+}
 
+json print_header(const Options& o, Engine& e, const fs::path& dir) {
+    const Config& c = e.config();
     std::printf("Lab 05: prompt length, output length and batch size\n");
     std::printf("model    %s (%s, %d layers, dim %d, %d heads / %d KV heads, context %d), %s, %s\n",
-                o.lab.model.c_str(), family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, ctx,
-                o.lab.precision.c_str(), device_name(e.device()));
+                o.lab.model.c_str(), family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads,
+                e.max_seq(), o.lab.precision.c_str(), device_name(e.device()));
     std::printf("hardware %s\ntiming   %s\n", e.hardware().c_str(), e.timing_method().c_str());
     std::printf("results  %s/ (CSV per sweep, plots drawn by plot.py)\n", dir.string().c_str());
+    return {{"lab", "05-length-and-batch"}, {"model", o.lab.model}, {"precision", o.lab.precision},
+            {"device", device_name(e.device())}, {"hardware", e.hardware()},
+            {"threads", omp_get_max_threads()}, {"timing_method", e.timing_method()},
+            {"warmup", o.warmup}, {"repeats", o.repeats}};
+}
 
-    json j;
-    j["lab"] = "05-length-and-batch";
-    j["model"] = o.lab.model;
-    j["precision"] = o.lab.precision;
-    j["device"] = device_name(e.device());
-    j["hardware"] = e.hardware();
-    j["threads"] = omp_get_max_threads();
-    j["timing_method"] = e.timing_method();
-    j["warmup"] = o.warmup;
-    j["repeats"] = o.repeats;
+int run(Options& o) {
+    const std::set<std::string> want = check_options(o);
+    cli::Session s = cli::open_session(o.lab, 1, 0);
+    Engine& e = *s.engine;
+    try_exercises(e);
+    const Points p = choose_points(o, e.max_seq(), want);
+    const fs::path dir = make_out_dir(o.out);
+    json j = print_header(o, e, dir);
     const double t0 = now_ms();
-    if (want.count("prefill")) j["prefill"] = sweep_prefill(s, o, dir, prompt_lens);
-    if (want.count("decode") && !cache_lens.empty()) j["decode"] = sweep_decode(s, o, dir, cache_lens);
-    if (want.count("output") && !output_lens.empty()) j["output"] = sweep_output(s, o, dir, output_lens);
-    if (want.count("batch") && !batches.empty()) j["batch"] = sweep_batch(s, o, dir, batches);
+    if (want.count("prefill")) j["prefill"] = sweep_prefill(s, o, dir, p.prompt_lens);
+    if (want.count("decode") && !p.cache_lens.empty()) j["decode"] = sweep_decode(s, o, dir, p.cache_lens);
+    if (want.count("output") && !p.output_lens.empty()) j["output"] = sweep_output(s, o, dir, p.output_lens);
+    if (want.count("batch") && !p.batches.empty()) j["batch"] = sweep_batch(s, o, dir, p.batches);
+    bool ragged_ok = true;
+    if (want.count("ragged")) j["ragged"] = ragged_batch(e.config(), o, e.max_seq(), ragged_ok);
     std::printf("\nall sweeps took %.1f s\n", (now_ms() - t0) / 1000.0);
     lab::write_lab_json(o.lab, j);
     draw_plots(dir, o.no_plot);
-    return 0;
+    return ragged_ok ? 0 : 1;
 }
 
 }  // namespace
@@ -475,6 +590,8 @@ int main(int argc, char** argv) {
         "  output   total time against output length: one decode step per token, so a line\n"
         "  batch    B sequences: prefill tokens/s, and decode steps serving all B at once through\n"
         "           your batched_decode_step() (weights read once per step for all B)\n"
+        "  ragged   your batched_attention() over sequences of different lengths, against the\n"
+        "           engine's, and its cost ragged vs padded to the longest (host CPU)\n"
         "Each sweep writes a CSV into --out and plot.py draws it (PNG and SVG).\n"
         "Defaults are small (well under a minute with the bundled model on 2 cores). For numbers\n"
         "closer to a real model: --model synthetic:bench-llama-125m --full (minutes).",

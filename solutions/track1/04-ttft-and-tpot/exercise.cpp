@@ -4,11 +4,59 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
 namespace pd::lab04 {
+
+namespace {
+
+void check_service(const ServiceTrace& s, std::size_t i) {
+    auto bad = [](double v) { return !std::isfinite(v) || v < 0; };
+    bool any = bad(s.first_token_ms);
+    for (double d : s.step_ms) any = any || bad(d);
+    if (any)
+        throw std::invalid_argument("schedule_fcfs: request " + std::to_string(i) +
+                                    " has a negative or non-finite service time");
+}
+
+// The serving order: by arrival time, equal arrivals by index (FCFS).
+std::vector<std::size_t> arrival_order(std::span<const double> arrival_ms) {
+    std::vector<std::size_t> order(arrival_ms.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return arrival_ms[a] < arrival_ms[b]; });
+    return order;
+}
+
+}  // namespace
+
+std::vector<Scheduled> schedule_fcfs(std::span<const double> arrival_ms,
+                                     std::span<const ServiceTrace> services) {
+    if (arrival_ms.size() != services.size())
+        throw std::invalid_argument("schedule_fcfs: " + std::to_string(arrival_ms.size()) +
+                                    " arrivals but " + std::to_string(services.size()) + " services");
+    for (std::size_t i = 0; i < arrival_ms.size(); i++) {
+        if (!std::isfinite(arrival_ms[i]) || arrival_ms[i] < 0)
+            throw std::invalid_argument("schedule_fcfs: request " + std::to_string(i) +
+                                        " arrives at " + std::to_string(arrival_ms[i]) + " ms");
+        check_service(services[i], i);
+    }
+    std::vector<Scheduled> out(arrival_ms.size());
+    double free_at = 0;  // when the one server finishes what it is doing
+    for (std::size_t i : arrival_order(arrival_ms)) {
+        Scheduled& s = out[i];
+        s.arrival_ms = arrival_ms[i];
+        s.start_ms = std::max(s.arrival_ms, free_at);  // wait while someone else is served
+        s.queue_ms = s.start_ms - s.arrival_ms;
+        double t = s.start_ms + services[i].first_token_ms;
+        s.token_times_ms.push_back(t);
+        for (double step : services[i].step_ms) s.token_times_ms.push_back(t += step);
+        free_at = t;  // the last token is out: the next request may start
+    }
+    return out;
+}
 
 RequestMetrics request_metrics(double submit_ms, std::span<const double> token_times_ms) {
     const std::size_t n = token_times_ms.size();
@@ -44,36 +92,6 @@ std::vector<double> pooled_itl(std::span<const RequestMetrics> requests) {
     all.reserve(total);
     for (const auto& r : requests) all.insert(all.end(), r.itls_ms.begin(), r.itls_ms.end());
     return all;
-}
-
-namespace {
-
-// v sorted ascending, not empty.
-double percentile_sorted(const std::vector<double>& v, double p) {
-    const double rank = p / 100.0 * double(v.size() - 1);
-    const std::size_t lo = std::size_t(std::floor(rank)), hi = std::size_t(std::ceil(rank));
-    return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
-}
-
-}  // namespace
-
-Summary summarize_metric(std::span<const double> values) {
-    Summary s;
-    s.n = int(values.size());
-    if (values.empty()) {
-        const double nan = std::numeric_limits<double>::quiet_NaN();
-        s.mean = s.median = s.p90 = s.p99 = nan;
-        return s;
-    }
-    std::vector<double> v(values.begin(), values.end());
-    std::sort(v.begin(), v.end());
-    double sum = 0;
-    for (double x : v) sum += x;
-    s.mean = sum / double(v.size());
-    s.median = percentile_sorted(v, 50);
-    s.p90 = percentile_sorted(v, 90);
-    s.p99 = percentile_sorted(v, 99);
-    return s;
 }
 
 double e2e_latency(double ttft_ms, double tpot_ms, int output_tokens) {

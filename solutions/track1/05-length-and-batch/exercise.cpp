@@ -7,21 +7,128 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
-#include "sampler.hpp"
 
 namespace pd::lab05 {
 
-const float* batched_decode_step(Engine& engine, std::span<const int> slots, std::span<int> tokens) {
-    if (slots.size() != tokens.size())
-        throw std::invalid_argument("batched_decode_step: " + std::to_string(slots.size()) + " slots but " +
-                                    std::to_string(tokens.size()) + " tokens");
-    const int V = engine.config().vocab_size;
-    // One forward pass for all B rows: every weight matrix is streamed once.
+namespace {
+
+[[noreturn]] void reject(const std::string& what) {
+    throw std::invalid_argument("batched_attention: " + what);
+}
+
+void check_attention_args(const KVCache& c, int layer, std::span<const int> slots,
+                          std::span<const int> lens, int n_heads) {
+    if (slots.size() != lens.size())
+        reject(std::to_string(slots.size()) + " slots but " + std::to_string(lens.size()) + " lengths");
+    if (n_heads < 1 || c.n_kv_heads < 1 || n_heads % c.n_kv_heads != 0)
+        reject(std::to_string(n_heads) + " query heads cannot share " + std::to_string(c.n_kv_heads) +
+               " KV heads evenly");
+    if (layer < 0 || layer >= c.n_layers) reject("no layer " + std::to_string(layer));
+    for (std::size_t r = 0; r < slots.size(); r++) {
+        if (slots[r] < 0 || slots[r] >= c.batch) reject("row " + std::to_string(r) + ": no slot " + std::to_string(slots[r]));
+        if (lens[r] < 1 || lens[r] > c.max_seq)
+            reject("row " + std::to_string(r) + ": length " + std::to_string(lens[r]) + " outside [1, " +
+                   std::to_string(c.max_seq) + "]");
+    }
+}
+
+// One query head over the first n positions of one KV head: softmax(q K^T / sqrt(D)) V.
+// q, out: (D); scores: scratch of n floats.
+void attend_head(float* out, const float* q, const KVCache& c, int layer, int slot, int kv_h, int n,
+                 std::vector<float>& scores) {
+    const int D = c.head_dim;
+    const float scale = 1.0f / std::sqrt(float(D));
+    float top = -INFINITY;
+    for (int s = 0; s < n; s++) {  // positions >= n are never read: that is the mask
+        const float* k = kv_key(c, layer, slot, kv_h, s);
+        float dot = 0;
+        for (int d = 0; d < D; d++) dot += q[d] * k[d];
+        scores[s] = dot * scale;
+        top = std::max(top, scores[s]);
+    }
+    float sum = 0;
+    for (int s = 0; s < n; s++) sum += scores[s] = std::exp(scores[s] - top);  // max subtracted: no overflow
+    std::fill(out, out + D, 0.0f);
+    for (int s = 0; s < n; s++) {
+        const float* v = kv_value(c, layer, slot, kv_h, s);
+        const float w = scores[s] / sum;
+        for (int d = 0; d < D; d++) out[d] += w * v[d];
+    }
+}
+
+int greedy(const float* row, int vocab) {
+    int best = 0;
+    for (int i = 1; i < vocab; i++)
+        if (row[i] > row[best]) best = i;  // strictly greater: the first maximum wins ties
+    return best;
+}
+
+void check_batch(const Engine& engine, const Batch& b) {
+    if (b.next.size() != b.slots.size() || b.remaining.size() != b.slots.size())
+        throw std::invalid_argument("batched_decode_step: " + std::to_string(b.slots.size()) + " slots, " +
+                                    std::to_string(b.next.size()) + " tokens, " +
+                                    std::to_string(b.remaining.size()) + " remaining counts");
+    for (std::size_t i = 0; i < b.slots.size(); i++) {
+        if (b.remaining[i] < 0)
+            throw std::invalid_argument("batched_decode_step: sequence " + std::to_string(i) +
+                                        " has a negative number of steps remaining");
+        if (b.remaining[i] > 0 && engine.cache_len(b.slots[i]) >= engine.max_seq())
+            throw std::invalid_argument("batched_decode_step: the cache of slot " + std::to_string(b.slots[i]) +
+                                        " is full (" + std::to_string(engine.max_seq()) + " positions)");
+    }
+}
+
+// Gaussian elimination with partial pivoting on the augmented 3x4 matrix M;
+// w = the solution.
+void solve3(double M[3][4], double w[3]) {
+    for (int c = 0; c < 3; c++) {
+        int piv = c;
+        for (int r = c + 1; r < 3; r++)
+            if (std::fabs(M[r][c]) > std::fabs(M[piv][c])) piv = r;
+        if (M[piv][c] == 0.0) throw std::invalid_argument("fit_linear_quadratic: singular system");
+        if (piv != c)
+            for (int k = 0; k < 4; k++) std::swap(M[c][k], M[piv][k]);
+        for (int r = c + 1; r < 3; r++) {
+            const double f = M[r][c] / M[c][c];
+            for (int k = c; k < 4; k++) M[r][k] -= f * M[c][k];
+        }
+    }
+    for (int c = 2; c >= 0; c--) {
+        double acc = M[c][3];
+        for (int k = c + 1; k < 3; k++) acc -= M[c][k] * w[k];
+        w[c] = acc / M[c][c];
+    }
+}
+
+}  // namespace
+
+void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
+                       std::span<const int> slots, std::span<const int> lens, int n_heads) {
+    check_attention_args(cache, layer, slots, lens, n_heads);
+    const int D = cache.head_dim, stride = n_heads * D, group = n_heads / cache.n_kv_heads;
+    std::vector<float> scores(static_cast<std::size_t>(cache.max_seq));
+    for (std::size_t r = 0; r < slots.size(); r++)
+        for (int h = 0; h < n_heads; h++)
+            attend_head(out + r * stride + h * D, q + r * stride + h * D, cache, layer, slots[r], h / group,
+                        lens[r], scores);
+}
+
+int batched_decode_step(Engine& engine, Batch& batch) {
+    check_batch(engine, batch);
+    std::vector<int> rows, slots, tokens;  // the gathered, unfinished sequences
+    for (std::size_t i = 0; i < batch.slots.size(); i++)
+        if (batch.remaining[i] > 0) rows.push_back(int(i)), slots.push_back(batch.slots[i]), tokens.push_back(batch.next[i]);
+    if (rows.empty()) return 0;
+    // One forward pass for all rows: every weight matrix is streamed once.
     const float* logits = engine.decode(slots, tokens);
-    // Greedy choice per row; row r belongs to slots[r].
-    for (std::size_t r = 0; r < tokens.size(); r++) tokens[r] = argmax(logits + r * std::size_t(V), V);
-    return logits;
+    const int V = engine.config().vocab_size;
+    for (std::size_t r = 0; r < rows.size(); r++) {  // scatter: row r is sequence rows[r]
+        batch.next[rows[r]] = greedy(logits + r * std::size_t(V), V);
+        batch.remaining[rows[r]]--;
+    }
+    return int(rows.size());
 }
 
 Fit fit_linear_quadratic(std::span<const double> P, std::span<const double> ms) {
@@ -46,25 +153,8 @@ Fit fit_linear_quadratic(std::span<const double> P, std::span<const double> ms) 
             M[j][3] += col[j] * ms[i];
         }
     }
-    // Gaussian elimination with partial pivoting on the augmented 3x4 matrix.
-    for (int c = 0; c < 3; c++) {
-        int piv = c;
-        for (int r = c + 1; r < 3; r++)
-            if (std::fabs(M[r][c]) > std::fabs(M[piv][c])) piv = r;
-        if (M[piv][c] == 0.0) throw std::invalid_argument("fit_linear_quadratic: singular system");
-        if (piv != c)
-            for (int k = 0; k < 4; k++) std::swap(M[c][k], M[piv][k]);
-        for (int r = c + 1; r < 3; r++) {
-            const double f = M[r][c] / M[c][c];
-            for (int k = c; k < 4; k++) M[r][k] -= f * M[c][k];
-        }
-    }
     double w[3];
-    for (int c = 2; c >= 0; c--) {
-        double acc = M[c][3];
-        for (int k = c + 1; k < 3; k++) acc -= M[c][k] * w[k];
-        w[c] = acc / M[c][c];
-    }
+    solve3(M, w);
     Fit f;
     f.c0 = w[0];
     f.a = w[1] / s;
