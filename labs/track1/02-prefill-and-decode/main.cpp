@@ -332,8 +332,8 @@ void section_device_row(Lab& lab, const Results& r) {
     else if (cuda_available(&why_not))
         std::printf("   The GPU row: the same command with --device cuda, or ./kit compare 02 for both.\n");
     else
-        std::printf("   The GPU row: no GPU here (%s). On a machine with one, run this command with\n"
-                    "   --device cuda, or ./kit compare 02 for both rows.\n", why_not.c_str());
+        std::printf("   The GPU row: no GPU here. On a machine with one, run this command with --device cuda,\n"
+                    "   or ./kit compare 02 for both rows. (Why not here: %s)\n", why_not.c_str());
 }
 
 void write_json(Lab& lab, const Setup& setup, const Results& r) {
