@@ -32,6 +32,12 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
     }
 }
 
+int finish(bool all_ok) {
+    std::printf("%s\n", all_ok ? "All checks passed."
+                                : "Some checks FAILED: see the rows marked above (exit code 1).");
+    return all_ok ? 0 : 1;
+}
+
 void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j) {
     if (!o.json.empty()) cli::write_json_file(o.json, j);
 }

@@ -17,6 +17,10 @@ namespace pd::lab {
 // Parses argv with `app`, then runs `body`, mapping errors to exit codes.
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
+// The one way every lab program ends: prints "All checks passed." or which
+// went wrong, and returns the exit code (0 when `all_ok`, else 1).
+int finish(bool all_ok);
+
 // Writes `j` to --json when it was given (invalid UTF-8 becomes U+FFFD).
 void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j);
 

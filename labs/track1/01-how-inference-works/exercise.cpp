@@ -12,21 +12,20 @@ namespace pd::lab01 {
 
 int greedy(std::span<const float> logits) {
     (void)logits;
-    TODO_EXERCISE("return the index of the largest logit; on a tie keep the first (lowest) index, "
-                  "and fail with pd::fail(...) when the span is empty");
+    TODO_EXERCISE("handout task 2 and the paragraph \"From logits to a token\"; exercise.hpp gives the tie rule and what an "
+                  "empty row must do");
 }
 
 std::vector<float> softmax_with_temperature(std::span<const float> logits, float T) {
     (void)logits, (void)T;
-    TODO_EXERCISE("check T > 0 and finite, then p_i = exp((x_i - max) / T) / sum_j exp((x_j - max) / T); "
-                  "subtracting the max keeps exp() from overflowing");
+    TODO_EXERCISE("handout task 3 and the paragraph \"From logits to a token\"; exercise.hpp has the formula and the valid "
+                  "temperatures; the tests' huge-logits case says why the max matters");
 }
 
 int sample_top_k(std::span<const float> logits, float T, int k, std::mt19937_64& rng) {
     (void)logits, (void)T, (void)k, (void)rng;
-    TODO_EXERCISE("check T and 1 <= k <= vocab; sort ids by logit (ties: lower id first) and keep k; "
-                  "weights exp((x - max) / T) over those k; draw u in [0, total) with rng and walk the "
-                  "running sum until it passes u");
+    TODO_EXERCISE("handout task 4 and the paragraph \"From logits to a token\"; exercise.hpp says which ids may come out and where "
+                  "all randomness must come from");
 }
 
 }  // namespace pd::lab01

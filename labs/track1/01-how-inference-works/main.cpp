@@ -93,7 +93,8 @@ void embedding(const Lab& L) {
 }
 
 // ---- 3. One layer, shape by shape. The forward pass runs on our own cache and
-// run state of the host model, so that the sections can look inside.
+// run state of the host model, so that the sections can look inside: it is a
+// CPU pass whatever --device says, and its times are CPU times (the output says so).
 struct Forward {
     KVCache cache;
     RunState st;
@@ -120,7 +121,8 @@ void print_layer_shapes(const Lab& L) {
     const Config& c = L.c;
     const int P = L.P, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim, D = c.head_dim;
     const bool llama = c.family == Family::llama;
-    std::printf("3. One transformer layer, shape by shape (all %d layers have the same shapes)\n", c.n_layers);
+    std::printf("3. One transformer layer, shape by shape (all %d layers have the same shapes; sections 3-4\n"
+                "   run the engine's CPU copy of the model, host_model(), to look inside it)\n", c.n_layers);
     struct Row {
         std::string what, symbolic, here;
     };
@@ -198,10 +200,14 @@ void print_attention_pattern(const Lab& L, const Forward& f) {
 // ---- 4. Logits
 void logits_rows(const Lab& L, const Forward& f) {
     const int P = L.P, V = L.c.vocab_size;
-    std::printf("4. The forward pass gave logits [P, vocab] = %s in %.2f ms: one pass for all %d tokens\n"
-                "   (the first, cold pass took %.2f ms: first passes also pay one-time costs, such as kernel\n"
+    std::printf("4. The CPU forward pass gave logits [P, vocab] = %s in %.2f ms (CPU): one pass for all %d tokens\n"
+                "   (the first, cold pass took %.2f ms (CPU): first passes also pay one-time costs, such as kernel\n"
                 "   setup and cold caches, which is why measurements start with warm-up runs)\n",
                 shape({P, V}).c_str(), f.prefill_ms, P, f.cold_ms);
+    if (L.engine.device() != Device::cpu)
+        std::printf("   (--device %s: this pass still ran on the CPU, to look inside; section 6's steps run on the\n"
+                    "   %s through the engine. Lab 02 times the two devices.)\n", device_name(L.engine.device()),
+                    device_name(L.engine.device()));
     std::printf("   Row i scores every vocabulary entry as the token AFTER position i:\n");
     std::printf("   %5s  %-16s %-26s %s\n", "pos", "token", "row's top guess (p)", "actual next token");
     std::vector<float> p(static_cast<std::size_t>(V));
@@ -256,6 +262,7 @@ void choose_token(const Lab& L, std::span<const float> last, nlohmann::json& js)
     std::printf("   sample_top_k(T=%.2f, k=%d, seed %llu): id %d %s\n\n", o.temperature, k,
                 static_cast<unsigned long long>(o.seed), sampled, quoted_token(L.tok, sampled).c_str());
     js["greedy_id"] = g;
+    js["greedy_agrees"] = g == engine_g;
     js["sampled_id"] = sampled;
 }
 
@@ -330,7 +337,8 @@ int run(const Options& o) {
                     {"kv_cache", {1, c.n_kv_heads, P, D}}, {"scores_per_head", {P, P}}, {"mlp_hidden", {P, c.hidden_dim}},
                     {"logits", {P, c.vocab_size}}};
     lab::write_lab_json(o.common, js);
-    return 0;
+    std::printf("\n");
+    return lab::finish(js.value("greedy_agrees", false) && js.value("greedy_matches_engine", false));
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
-// Lab 02: the decode loop, timed step by step, and the statistics that
-// summarise repeated timings.
+// Lab 02: the measurement harness. You build what turns "run the model" into
+// a number you can report: one timed run (prefill, then a timed decode loop),
+// the recipe around it (warm-up runs thrown away, measured repeats), the
+// statistics of the samples and the per-step series. The engine only runs
+// passes and times them (engine.time_ms: on a GPU it records events and
+// synchronises); everything else here is yours.
 #pragma once
 
 #include <span>
@@ -10,20 +14,17 @@
 
 namespace pd::lab02 {
 
-// The greedy decode loop, after prefill.
+// ---- Task 1: the greedy decode loop, after prefill.
 //
 // Before the call: sequence `slot` of `engine` holds the prompt in its cache
 // (engine.prefill(slot, prompt) ran), and `first_token` is the token chosen
 // from prefill's logits (output token 1: prefill produced it, no decode step did).
 //
-// Each of the `steps` iterations:
-//   1. feeds the newest token to the model: engine.decode({slot}, {token}) runs
-//      ONE token through every layer, appends its K/V to the cache (which grows
-//      by one position) and returns that token's logits, (1, vocab) floats;
-//   2. times only that decode call, with engine.time_ms(...), and appends the
-//      milliseconds to step_ms;
-//   3. picks the next token greedily (the largest logit, first on ties: pd::argmax),
-//      which is what the next iteration feeds.
+// Each of the `steps` iterations feeds the newest token to the model (ONE token
+// of ONE slot through every layer; the cache grows by one position; one row of
+// (vocab) logits comes back), times only that model call with the engine's
+// timer, appends the milliseconds to step_ms, and picks the next token greedily
+// (the largest logit, first on ties), which is what the next iteration feeds.
 //
 // Returns the `steps` tokens the decode steps chose (output tokens 2 .. steps+1).
 // step_ms is cleared first and ends with `steps` values, one per decode call.
@@ -31,7 +32,33 @@ namespace pd::lab02 {
 // steps == 0: returns {} and touches nothing. steps < 0: UserError.
 std::vector<int> decode_loop(Engine& engine, int slot, int first_token, int steps, std::vector<double>& step_ms);
 
-// Summary statistics of timing samples (milliseconds), as in pd::Stats:
+// ---- Task 2: one run, from an empty cache.
+struct RunTimes {
+    double prefill_ms = 0;        // the prefill pass of all P prompt tokens, by the engine's timer
+    std::vector<double> step_ms;  // (steps) one per decode step, in order
+    std::vector<int> tokens;      // (steps + 1) g1 (from prefill's logits), then one per decode step
+};
+// Forgets whatever sequence `slot` held, prefills `prompt` inside the engine's
+// timer (only the pass is timed, not choosing g1), picks g1 greedily and runs
+// decode_loop for `steps` steps. Afterwards cache_len(slot) == P + steps.
+// Empty prompt or steps < 0: UserError.
+RunTimes time_one_run(Engine& engine, int slot, std::span<const int> prompt, int steps);
+
+// ---- Task 3: the recipe.
+struct Recipe {
+    int warmup = 2;   // runs made first and thrown away (one-time costs: page faults, kernel setup, cold caches)
+    int repeats = 5;  // runs kept
+    int steps = 16;   // decode steps per run
+};
+struct Measurement {
+    std::vector<RunTimes> runs;  // (repeats) the KEPT runs, in the order they ran; no warm-up run
+    bool same_tokens = true;     // every run, warm-ups included, produced the same tokens
+};
+// Runs warmup + repeats runs of time_one_run, keeps the last `repeats`.
+// warmup < 0, repeats < 1 or steps < 0: UserError.
+Measurement measure(Engine& engine, int slot, std::span<const int> prompt, const Recipe& recipe);
+
+// ---- Task 4: summary statistics of timing samples (milliseconds):
 //   n       the number of samples
 //   mean    the average
 //   median  the middle value (the mean of the two middle ones for an even n)
@@ -41,5 +68,11 @@ std::vector<int> decode_loop(Engine& engine, int slot, int first_token, int step
 //           (numpy's default): rank r = p/100 * (n - 1), value = s[floor r] + (s[ceil r] - s[floor r]) * (r - floor r)
 // The samples may come in any order. Empty: UserError (there is nothing to summarise).
 Stats stats_of(std::span<const double> samples);
+
+// ---- Task 5: the per-step series: element i summarises decode step i+1 over
+// the kept runs (its n is the number of runs). It shows whether a step grows
+// as the cache grows, which one statistic over every step would hide.
+// (steps) Stats; no runs, or runs whose step counts differ: UserError.
+std::vector<Stats> per_step_series(const Measurement& m);
 
 }  // namespace pd::lab02

@@ -5,6 +5,9 @@
 //   4. Your attend_one_head against the engine's attention on the real cache.
 //   5. Decode step time at several cache lengths.
 //   6. The same tokens with and without the cache, both timed.
+// One function per section. Sections 3 and 4 run the engine's CPU copy of the
+// model (host_model()) to look inside the cache, and say so; sections 5 and 6
+// run through the Engine, on whatever --device chose.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -145,25 +148,21 @@ double attention_diff(const Config& c, const KVCache& cache, const std::vector<f
     return worst;
 }
 
-int run(const Options& o) {
-    if (o.steps < 1) fail("--steps must be at least 1, got {}", o.steps);
-    if (o.context < 1) fail("--context must be at least 1, got {}", o.context);
-    if (o.reps < 1) fail("--reps must be at least 1, got {}", o.reps);
-    const std::vector<int> lengths = parse_lengths(o.lengths);
-    cli::Session s = cli::open_session(o.common);
-    Engine& engine = *s.engine;
-    const Model& m = engine.host_model();
-    const Config& c = m.config;
-    const Tokenizer& tok = s.loaded.tokenizer;
+// What every section reads and writes: the options, the engine and its CPU
+// model, the JSON, and whether every check so far passed.
+struct Lab {
+    const Options& o;
+    Engine& engine;
+    const Model& m;  // the engine's CPU copy: sections 3 and 4 look inside it
+    const Config& c;
+    const Tokenizer& tok;
     nlohmann::json js;
     bool all_ok = true;
+};
 
-    std::printf("Lab 03: the KV cache and grouped-query attention\n");
-    std::printf("model %s (%s): %d layers, %d query heads, %d KV heads (%s, group size %d), head_dim %d, context %d\n\n",
-                o.common.model.c_str(), family_name(c.family), c.n_layers, c.n_heads, c.n_kv_heads, kind_of(c),
-                c.group_size(), c.head_dim, c.max_seq_len);
-
-    // ---- 1. Head map.
+// ---- 1. Head map.
+void section_head_map(Lab& lab) {
+    const Config& c = lab.c;
     std::printf("1. Which KV head serves each query head (your kv_head_for_query)\n");
     std::vector<int> map;
     bool map_ok = true;
@@ -180,169 +179,224 @@ int run(const Options& o) {
     std::printf("   %s. %d query heads share each KV head, so the cache stores %d heads' K/V instead of %d.\n",
                 head_map_str(c).c_str(), c.group_size(), c.n_kv_heads, c.n_heads);
     std::printf("   check against the engine's kv_head_for(): %s\n\n", map_ok ? "same map" : "DIFFERENT");
-    all_ok = all_ok && map_ok;
-    js["head_map"] = map;
+    lab.all_ok = lab.all_ok && map_ok;
+    lab.js["head_map"] = map;
+}
 
-    // ---- 2. MHA / GQA / MQA bytes.
+// One row of section 2's table, and its JSON.
+nlohmann::json print_bytes_row(Lab& lab, const std::string& name, const Config& cf) {
+    const Options& o = lab.o;
+    std::size_t tok1 = ex::kv_cache_bytes(cf, 1, 1, 4);
+    std::size_t at32 = ex::kv_cache_bytes(cf, o.batch, o.context, 4);
+    std::size_t at16 = ex::kv_cache_bytes(cf, o.batch, o.context, 2);
+    bool ok = tok1 == cf.kv_elems_per_token() * 4;
+    lab.all_ok = lab.all_ok && ok;
+    std::string label = name.size() > 44 ? name.substr(0, 41) + "..." : name;
+    std::printf("   %-44s %6d %5d %4d %-4s %-26s %10s %11s %11s %7s%s\n", label.c_str(), cf.n_layers, cf.n_heads,
+                cf.n_kv_heads, kind_of(cf), head_map_str(cf).c_str(), human_bytes(double(tok1)).c_str(),
+                human_bytes(double(at32)).c_str(), human_bytes(double(at16)).c_str(),
+                cf.n_kv_heads == cf.n_heads ? "1" : fmt::format("1/{}", cf.group_size()).c_str(),
+                ok ? "" : "  <- differs from the engine's count");
+    return {{"model", name}, {"layers", cf.n_layers}, {"heads", cf.n_heads}, {"kv_heads", cf.n_kv_heads},
+            {"head_dim", cf.head_dim}, {"bytes_per_token_f32", tok1}, {"bytes_at_context_f32", at32},
+            {"bytes_at_context_bf16", at16}};
+}
+
+// ---- 2. MHA / GQA / MQA bytes.
+void section_bytes(Lab& lab) {
+    const Options& o = lab.o;
     std::printf("2. MHA, GQA and MQA: what the cache costs (your kv_cache_bytes)\n");
     std::printf("   bytes = 2 (K and V) x layers x B x H_kv x S x D x bytes per element, B = %d, S = %d (--context)\n",
                 o.batch, o.context);
     std::printf("   %-44s %6s %5s %4s %-4s %-26s %10s %11s %11s %7s\n", "model", "layers", "heads", "H_kv", "kind",
                 "head map", "per token", "S (f32)", "S (bf16)", "vs MHA");
-    std::vector<std::pair<std::string, Config>> rows = {{o.common.model, c}};
+    nlohmann::json jb = nlohmann::json::array();
+    jb.push_back(print_bytes_row(lab, o.common.model, lab.c));
     for (const std::string& spec : o.shapes) {
         std::string body = lab::synthetic_body(spec);
         unsigned long long seed = 0;
-        rows.emplace_back("synthetic:" + body, synthetic_config(body, seed));  // the shape only, no weights
-    }
-    nlohmann::json jb = nlohmann::json::array();
-    for (auto& [name, cf] : rows) {
-        std::size_t tok1 = ex::kv_cache_bytes(cf, 1, 1, 4);
-        std::size_t at32 = ex::kv_cache_bytes(cf, o.batch, o.context, 4);
-        std::size_t at16 = ex::kv_cache_bytes(cf, o.batch, o.context, 2);
-        bool ok = tok1 == cf.kv_elems_per_token() * 4;
-        all_ok = all_ok && ok;
-        std::string label = name.size() > 44 ? name.substr(0, 41) + "..." : name;
-        std::printf("   %-44s %6d %5d %4d %-4s %-26s %10s %11s %11s %7s%s\n", label.c_str(), cf.n_layers, cf.n_heads,
-                    cf.n_kv_heads, kind_of(cf), head_map_str(cf).c_str(), human_bytes(double(tok1)).c_str(),
-                    human_bytes(double(at32)).c_str(), human_bytes(double(at16)).c_str(),
-                    cf.n_kv_heads == cf.n_heads ? "1" : fmt::format("1/{}", cf.group_size()).c_str(),
-                    ok ? "" : "  <- differs from the engine's count");
-        jb.push_back({{"model", name}, {"layers", cf.n_layers}, {"heads", cf.n_heads}, {"kv_heads", cf.n_kv_heads},
-                      {"head_dim", cf.head_dim}, {"bytes_per_token_f32", tok1}, {"bytes_at_context_f32", at32},
-                      {"bytes_at_context_bf16", at16}});
+        jb.push_back(print_bytes_row(lab, "synthetic:" + body, synthetic_config(body, seed)));  // the shape only
     }
     std::printf("   The query side is untouched: MHA, GQA and MQA of the same width all have the same query heads.\n"
                 "   Only the K/V heads shrink, and with them the cache and the bytes every decode step reads.\n\n");
-    js["bytes"] = jb;
-    js["context"] = o.context;
+    lab.js["bytes"] = jb;
+    lab.js["context"] = o.context;
+}
 
-    // ---- 3. Growth, on our own cache of the host model, mirrored by the student's append/commit.
-    std::vector<int> ids = tok.encode(o.prompt);
+// Section 3's pass over the CPU model: its cache, and what section 4 compares.
+struct Growth {
+    KVCache cache, mine;  // the engine's cache of the CPU pass, and the student's copy of it
+    RunState st;          // after the last decode step: that step's q and attention output
+    std::vector<float> q_prefill, att_prefill;  // [P, q_dim] of the last layer, kept from prefill
+    std::vector<int> ids, out_ids;
+};
+
+// One row of section 3: positions [before, after) mirrored with the student's append/commit.
+void print_growth_row(Lab& lab, Growth& g, const std::string& pass, int tokens_in, int before, int after) {
+    mirror(g.mine, g.cache, before, after);
+    const int layers = layers_with_new_columns(g.cache, before, after);
+    const bool same = g.mine.seq_len == g.cache.seq_len && g.mine.k == g.cache.k && g.mine.v == g.cache.v;
+    lab.all_ok = lab.all_ok && layers == lab.c.n_layers && same && after == before + tokens_in;
+    std::string positions = tokens_in == 1 ? fmt::format("{}", before) : fmt::format("{}..{}", before, after - 1);
+    std::printf("   %-10s %9d  %-13s %-24s %-24s %s\n", pass.c_str(), tokens_in,
+                fmt::format("{} -> {}", before, after).c_str(), kv_shape_str(g.cache, 0).c_str(),
+                fmt::format("{} in {}/{} layers", positions, layers, lab.c.n_layers).c_str(),
+                same ? "identical" : "DIFFERENT");
+}
+
+// ---- 3. Growth, on our own cache of the CPU model, mirrored by the student's append/commit.
+Growth section_growth(Lab& lab) {
+    const Options& o = lab.o;
+    const Config& c = lab.c;
+    std::vector<int> ids = lab.tok.encode(o.prompt);
     if (ids.empty()) fail("the prompt is empty: give some text with --prompt");
     const int P = int(ids.size());
     if (P + o.steps > c.max_seq_len)
         fail("the prompt ({} tokens) plus --steps {} do not fit the context of {}", P, o.steps, c.max_seq_len);
-    KVCache cache = make_kv_cache(m, 1, P + o.steps);
-    KVCache mine = make_kv_cache(m, 1, P + o.steps);
-    RunState st = make_run_state(c, P);
-    std::printf("3. The cache grows one position per token, in every layer (your append_kv + commit_kv copy it)\n");
+    Growth g{make_kv_cache(lab.m, 1, P + o.steps), make_kv_cache(lab.m, 1, P + o.steps), make_run_state(c, P), {}, {},
+             ids, {}};
+    std::printf("3. The cache grows one position per token, in every layer (your append_kv + commit_kv copy it;\n"
+                "   this pass runs the engine's CPU copy of the model, host_model(), to look inside its cache)\n");
     std::printf("   prompt: %d tokens; then %d greedy decode steps\n", P, o.steps);
     std::printf("   %-10s %9s  %-13s %-24s %-24s %s\n", "pass", "tokens in", "cache length", "K/V shape, every layer",
                 "new positions written", "your copy of the cache");
-    auto row = [&](const std::string& pass, int tokens_in, int before, int after) {
-        mirror(mine, cache, before, after);
-        int layers = layers_with_new_columns(cache, before, after);
-        bool same = mine.seq_len == cache.seq_len && mine.k == cache.k && mine.v == cache.v;
-        bool ok = layers == c.n_layers && same && after == before + tokens_in;
-        all_ok = all_ok && ok;
-        std::string positions = tokens_in == 1 ? fmt::format("{}", before) : fmt::format("{}..{}", before, after - 1);
-        std::printf("   %-10s %9d  %-13s %-24s %-24s %s\n", pass.c_str(), tokens_in,
-                    fmt::format("{} -> {}", before, after).c_str(), kv_shape_str(cache, 0).c_str(),
-                    fmt::format("{} in {}/{} layers", positions, layers, c.n_layers).c_str(),
-                    same ? "identical" : "DIFFERENT");
-        return ok;
-    };
-    const float* lg = prefill(m, cache, st, 0, ids);
-    const std::vector<float> q_prefill(st.q.begin(), st.q.begin() + std::ptrdiff_t(P) * c.q_dim());
-    const std::vector<float> att_prefill(st.att.begin(), st.att.begin() + std::ptrdiff_t(P) * c.q_dim());
-    row("prefill", P, 0, P);
-    std::vector<int> out_ids;
+    const float* lg = prefill(lab.m, g.cache, g.st, 0, ids);
+    g.q_prefill.assign(g.st.q.begin(), g.st.q.begin() + std::ptrdiff_t(P) * c.q_dim());
+    g.att_prefill.assign(g.st.att.begin(), g.st.att.begin() + std::ptrdiff_t(P) * c.q_dim());
+    print_growth_row(lab, g, "prefill", P, 0, P);
     int slot = 0;
     for (int i = 1; i <= o.steps; i++) {
         int t = argmax(lg, c.vocab_size);
-        out_ids.push_back(t);
-        int before = cache.seq_len[0];
-        lg = decode(m, cache, st, {&slot, 1}, {&t, 1});
-        row(fmt::format("decode {}", i), 1, before, cache.seq_len[0]);
+        g.out_ids.push_back(t);
+        int before = g.cache.seq_len[0];
+        lg = decode(lab.m, g.cache, g.st, {&slot, 1}, {&t, 1});
+        print_growth_row(lab, g, fmt::format("decode {}", i), 1, before, g.cache.seq_len[0]);
     }
     std::printf("   Per token, every layer keeps one K row and one V row per KV head: %d x 2 x %d x %d floats = %s.\n"
-                "   Decode step i reads all %d + i cached positions of every layer.\n\n",
+                "   Decode step i reads all %d + i cached positions of every layer. (Lab 02's trace is the same\n"
+                "   growth seen from outside: P, P+1, P+2.)\n\n",
                 c.n_layers, c.n_kv_heads, c.head_dim, human_bytes(double(c.kv_elems_per_token() * 4)).c_str(), P);
-    js["growth"] = {{"prompt_len", P}, {"steps", o.steps}, {"final_len", cache.seq_len[0]}};
+    lab.js["growth"] = {{"prompt_len", P}, {"steps", o.steps}, {"final_len", g.cache.seq_len[0]}};
+    return g;
+}
 
-    // ---- 4. The student's attention on the real cache.
-    std::printf("4. Your attend_one_head on the real cache, against the engine's attention output (last layer)\n");
-    double d_pre = attention_diff(c, cache, q_prefill, att_prefill, P, 0);
+// ---- 4. The student's attention on the real (CPU) cache.
+void section_attention(Lab& lab, const Growth& g) {
+    const Config& c = lab.c;
+    const int P = int(g.ids.size()), len = g.cache.seq_len[0];
+    std::printf("4. Your attend_one_head on the CPU pass's cache, against the engine's attention output (last layer)\n");
+    double d_pre = attention_diff(c, g.cache, g.q_prefill, g.att_prefill, P, 0);
     // After the last decode the run state holds that step's query and attention output (one row).
-    double d_dec = attention_diff(c, cache, st.q, st.att, 1, cache.seq_len[0] - 1);
+    double d_dec = attention_diff(c, g.cache, g.st.q, g.st.att, 1, len - 1);
     const double tol = 1.0;
     std::printf("   Every output element is compared with |yours - engine| <= 1e-4 + 1e-3 |engine|; the column\n"
                 "   shows the worst ratio of the difference to that tolerance (at most 1: they agree).\n");
     std::printf("   prefill: %d positions x %d query heads, each over its 1..%d keys: worst %.3f  %s\n", P, c.n_heads,
                 P, d_pre, d_pre <= tol ? "match" : "MISMATCH");
-    std::printf("   decode %d: 1 position x %d query heads over %d keys:            worst %.3f  %s\n\n", o.steps,
-                c.n_heads, cache.seq_len[0], d_dec, d_dec <= tol ? "match" : "MISMATCH");
-    all_ok = all_ok && d_pre <= tol && d_dec <= tol;
-    js["attention_worst_vs_tolerance"] = {{"prefill", d_pre}, {"decode", d_dec}};
+    std::printf("   decode %d: 1 position x %d query heads over %d keys:            worst %.3f  %s\n\n", lab.o.steps,
+                c.n_heads, len, d_dec, d_dec <= tol ? "match" : "MISMATCH");
+    lab.all_ok = lab.all_ok && d_pre <= tol && d_dec <= tol;
+    lab.js["attention_worst_vs_tolerance"] = {{"prefill", d_pre}, {"decode", d_dec}};
+}
 
-    // ---- 5. Step time against cache length, with the engine.
-    const int warm = 2;
+constexpr int kWarmSteps = 2;  // decode steps run before timing at each length
+
+// Section 5's row at one cache length: warm-up steps, then --reps timed steps.
+nlohmann::json time_at_length(Lab& lab, const std::vector<int>& ids, int asked, int max_len, bool& noisy) {
+    Engine& engine = lab.engine;
+    const int len = std::min(asked, max_len);
+    int slot = 0, t = ids[0];
+    engine.reset(0);
+    engine.prefill(0, tokens_of_length(ids, len));
+    for (int i = 0; i < kWarmSteps; i++) engine.decode({&slot, 1}, {&t, 1});
+    std::vector<double> ms;
+    const int at = engine.cache_len(0);
+    for (int i = 0; i < lab.o.reps; i++) ms.push_back(engine.time_ms([&] { engine.decode({&slot, 1}, {&t, 1}); }));
+    Stats sm = summarize(ms);
+    noisy = noisy || sm.stdev > 0.3 * sm.median;
+    const double kv_read = double(lab.c.kv_elems_per_token()) * 4.0 * (at + lab.o.reps / 2.0);
+    const double weight_bytes = double(matmul_weight_bytes(lab.m.w));
+    std::string label = len == asked ? fmt::format("{}", at) : fmt::format("{} (asked {})", at, asked);
+    std::printf("   %-22s %14.3f %20s %20s %8.1f%%\n", label.c_str(), sm.median, human_bytes(kv_read).c_str(),
+                human_bytes(weight_bytes).c_str(), 100.0 * kv_read / (kv_read + weight_bytes));
+    return {{"cache_len", at}, {"step_ms_median", sm.median}, {"step_ms_stdev", sm.stdev}, {"kv_bytes_read", kv_read}};
+}
+
+// ---- 5. Step time against cache length, through the engine (on --device).
+void section_step_time(Lab& lab, const std::vector<int>& ids, const std::vector<int>& lengths) {
     std::printf("5. Decode step time as the cache grows (engine on %s; median of %d steps after %d warm-up steps)\n",
-                device_name(engine.device()), o.reps, warm);
-    const std::size_t weight_bytes = matmul_weight_bytes(m.w);
+                device_name(lab.engine.device()), lab.o.reps, kWarmSteps);
     std::printf("   %-22s %14s %20s %20s %9s\n", "cache length", "step ms", "KV bytes read/step", "weight bytes/step",
                 "KV share");
+    const int max_len = lab.engine.max_seq() - kWarmSteps - lab.o.reps;
+    if (max_len < 1) fail("the context of {} is too short for --reps {}", lab.engine.max_seq(), lab.o.reps);
     nlohmann::json jt = nlohmann::json::array();
     bool noisy = false;
-    const int max_len = engine.max_seq() - warm - o.reps;
-    if (max_len < 1) fail("the context of {} is too short for --reps {}", engine.max_seq(), o.reps);
-    for (int L : lengths) {
-        int len = std::min(L, max_len);
-        engine.reset(0);
-        std::vector<int> prompt = tokens_of_length(ids, len);
-        engine.prefill(0, prompt);
-        int t = ids[0];
-        for (int i = 0; i < warm; i++) engine.decode({&slot, 1}, {&t, 1});
-        std::vector<double> ms;
-        const int at = engine.cache_len(0);
-        for (int i = 0; i < o.reps; i++) ms.push_back(engine.time_ms([&] { engine.decode({&slot, 1}, {&t, 1}); }));
-        Stats sm = summarize(ms);
-        noisy = noisy || sm.stdev > 0.3 * sm.median;
-        double kv_read = double(c.kv_elems_per_token()) * 4.0 * (at + o.reps / 2.0);
-        std::string label = len == L ? fmt::format("{}", at) : fmt::format("{} (asked {})", at, L);
-        std::printf("   %-22s %14.3f %20s %20s %8.1f%%\n", label.c_str(), sm.median, human_bytes(kv_read).c_str(),
-                    human_bytes(double(weight_bytes)).c_str(), 100.0 * kv_read / (kv_read + double(weight_bytes)));
-        jt.push_back({{"cache_len", at}, {"step_ms_median", sm.median}, {"step_ms_stdev", sm.stdev},
-                      {"kv_bytes_read", kv_read}});
-    }
+    for (int L : lengths) jt.push_back(time_at_length(lab, ids, L, max_len, noisy));
     std::printf("   Each step streams all the weights once and reads every cached position. The cache part grows\n"
                 "   linearly with its length; whether you can see it depends on its share of the bytes.\n");
     if (noisy)
         std::printf("   These timings are noisy (stdev above 30%% of the median): other programs may be using the\n"
                     "   cores. Try --threads 1 and more --reps.\n");
     std::printf("\n");
-    js["step_time_vs_cache"] = jt;
+    lab.js["step_time_vs_cache"] = jt;
+}
 
-    // ---- 6. With and without the cache.
-    GenerateOptions g;
-    g.max_new_tokens = o.steps;
-    g.stop_at_eos = false;
-    generate(engine, ids, g);  // warm-up
-    GenerateResult with = generate(engine, ids, g);
-    g.use_cache = false;
-    GenerateResult without = generate(engine, ids, g);
+// ---- 6. With and without the cache, through the engine's generate().
+void section_use_cache(Lab& lab, const Growth& g) {
+    const int steps = lab.o.steps;
+    GenerateOptions opt;
+    opt.max_new_tokens = steps;
+    opt.stop_at_eos = false;
+    generate(lab.engine, g.ids, opt);  // warm-up
+    GenerateResult with = generate(lab.engine, g.ids, opt);
+    opt.use_cache = false;
+    GenerateResult without = generate(lab.engine, g.ids, opt);
     double tw = 0, tn = 0;
     long work_with = 0, work_without = 0;
     for (auto& r : with.trace) tw += r.ms, work_with += r.tokens_in;
     for (auto& r : without.trace) tn += r.ms, work_without += r.tokens_in;
-    const bool same = with.generated_ids == without.generated_ids && with.generated_ids == out_ids;
-    all_ok = all_ok && same;
-    std::printf("6. The same %d tokens with and without the cache (greedy)\n", o.steps);
+    const bool same = with.generated_ids == without.generated_ids && with.generated_ids == g.out_ids;
+    lab.all_ok = lab.all_ok && same;
+    std::printf("6. The same %d tokens with and without the cache (greedy, engine on %s)\n", steps,
+                device_name(lab.engine.device()));
     std::printf("   with the cache:    %9.3f ms model time, %4ld tokens through the model (P + %d decode steps)\n", tw,
-                work_with, o.steps - 1);
+                work_with, steps - 1);
     std::printf("   without the cache: %9.3f ms model time, %4ld tokens through the model (P, P+1, ... each step)\n",
                 tn, work_without);
     std::printf("   identical tokens: %s; going without cost %.1fx the time. Text: \"%s\"\n\n", same ? "yes" : "NO",
-                tn / std::max(tw, 1e-9), text_of(tok, with.generated_ids).c_str());
-    js["use_cache"] = {{"with_ms", tw}, {"without_ms", tn}, {"tokens_with", work_with},
-                       {"tokens_without", work_without}, {"same_tokens", same}, {"generated_ids", with.generated_ids}};
+                tn / std::max(tw, 1e-9), text_of(lab.tok, with.generated_ids).c_str());
+    lab.js["use_cache"] = {{"with_ms", tw}, {"without_ms", tn}, {"tokens_with", work_with},
+                           {"tokens_without", work_without}, {"same_tokens", same}, {"generated_ids", with.generated_ids}};
+}
 
-    std::printf("%s\n", all_ok ? "All checks passed." : "Some checks FAILED: see the rows marked above.");
-    js["model"] = o.common.model;
-    js["ok"] = all_ok;
-    lab::write_lab_json(o.common, js);
-    return all_ok ? 0 : 1;
+void check_options(const Options& o) {
+    if (o.steps < 1) fail("--steps must be at least 1, got {}", o.steps);
+    if (o.context < 1) fail("--context must be at least 1, got {}", o.context);
+    if (o.reps < 1) fail("--reps must be at least 1, got {}", o.reps);
+}
+
+int run(const Options& o) {
+    check_options(o);
+    const std::vector<int> lengths = parse_lengths(o.lengths);
+    cli::Session s = cli::open_session(o.common);
+    const Model& m = s.engine->host_model();
+    Lab lab{o, *s.engine, m, m.config, s.loaded.tokenizer, {}, true};
+    const Config& c = lab.c;
+    std::printf("Lab 03: the KV cache and grouped-query attention\n");
+    std::printf("model %s (%s): %d layers, %d query heads, %d KV heads (%s, group size %d), head_dim %d, context %d\n\n",
+                o.common.model.c_str(), family_name(c.family), c.n_layers, c.n_heads, c.n_kv_heads, kind_of(c),
+                c.group_size(), c.head_dim, c.max_seq_len);
+    section_head_map(lab);
+    section_bytes(lab);
+    const Growth g = section_growth(lab);
+    section_attention(lab, g);
+    section_step_time(lab, g.ids, lengths);
+    section_use_cache(lab, g);
+    lab.js["model"] = o.common.model;
+    lab.js["ok"] = lab.all_ok;
+    lab::write_lab_json(o.common, lab.js);
+    return lab::finish(lab.all_ok);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // the formula and KVCache::bytes_for_tokens, append/commit against the
 // engine's kv_write and against a cache the engine filled, and single-head
 // attention against pd::attend_one, a double-precision reference and the
-// engine's real attention output. Run: meson test -C build --suite track1-03
+// engine's real attention output. Sizes, positions, prompts and values derive
+// from PDLAB_TEST_SEED (randn() and pd::lab::Inputs); the head map is checked
+// exhaustively. Run: meson test -C build --suite track1-03
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -138,8 +140,9 @@ TEST_CASE("lab03.bytes.formula") {
                            "llama,dim=512,heads=8,kv_heads=1", "llama,dim=256,layers=4,heads=8,kv_heads=2"};
     for (const char* spec : specs) {
         Config c = shape_of(spec);
-        for (int B : {0, 1, 3})
-            for (int S : {0, 1, 7, 4096})
+        pd::lab::Inputs in(301);
+        for (int B : {0, 1, in.integer(2, 64)})
+            for (int S : {0, 1, in.integer(2, 100), in.integer(101, 1 << 17)})
                 for (std::size_t bytes : {std::size_t(1), std::size_t(2), std::size_t(4)}) {
                     unsigned long long want = 2ull * c.n_layers * B * c.n_kv_heads * S * c.head_dim * bytes;
                     std::size_t got = ex::kv_cache_bytes(c, B, S, bytes);
@@ -201,32 +204,39 @@ TEST_CASE("lab03.bytes.bad_arguments") {
 
 TEST_CASE("lab03.kv_cache.append_writes_at_seq_len") {
     needs([] { KVCache c = make_kv_cache(1, 1, 1, 4, 2); c.seq_len = {1}; std::vector<float> x(2); ex::append_kv(c, 0, 0, x.data(), x.data()); ex::commit_kv(c, 0); });
-    // 3 layers, 2 sequences, 2 KV heads, 8 positions, head_dim 4.
-    KVCache mine = make_kv_cache(3, 2, 2, 8, 4);
-    mine.seq_len = {5, 3};
+    // A seeded cache: 2-4 layers, 2-3 sequences, 2-4 KV heads, 6-12 positions,
+    // head_dim 2-8, every sequence partly filled; one token goes into (layer, seq).
+    pd::lab::Inputs in(302);
+    const int L = in.integer(2, 4), B = in.integer(2, 3), H = in.integer(2, 4), S = in.integer(6, 12),
+              D = in.integer(2, 8);
+    KVCache mine = make_kv_cache(L, B, H, S, D);
+    for (int& len : mine.seq_len) len = in.integer(0, S - 1);
+    const int layer = in.integer(0, L - 1), seq = in.integer(0, B - 1), pos = mine.seq_len[std::size_t(seq)];
+    const std::vector<int> lens_before = mine.seq_len;
     KVCache want = mine;
-    auto k = randn(8, 101), v = randn(8, 102);  // n_kv_heads * head_dim
-    ex::append_kv(mine, 1, 1, k.data(), v.data());
-    kv_write(want, 1, 1, 3, k.data(), v.data());  // the engine's write at position seq_len[1] = 3
-    for (int h = 0; h < 2; h++) {
-        const float* kh = k.data() + h * 4;
-        if (std::memcmp(kv_key(mine, 1, 1, h, 3), kh, sizeof(float) * 4) != 0) {
+    auto k = randn(std::size_t(H * D), 101), v = randn(std::size_t(H * D), 102);  // n_kv_heads * head_dim
+    ex::append_kv(mine, layer, seq, k.data(), v.data());
+    kv_write(want, layer, seq, pos, k.data(), v.data());  // the engine's write at position seq_len[seq]
+    for (int h = 0; h < H; h++) {
+        const float* kh = k.data() + h * D;
+        if (std::memcmp(kv_key(mine, layer, seq, h, pos), kh, sizeof(float) * std::size_t(D)) != 0) {
             std::string where = find_row(mine, mine.k, kh);
             FAIL_CHECK(fmt::format(
-                "K of head {} should be at layer 1, sequence 1, head {}, position 3 (seq_len[1] = 3: positions 0..2 "
-                "are in use, so the new token goes at 3); it landed at {}{}", h, h, where,
-                where.find("position 3") != std::string::npos || where.rfind("nowhere", 0) == 0
+                "K of head {} should be at layer {}, sequence {}, head {}, position {} (seq_len[{}] = {}: positions "
+                "0..{} are in use, so the new token goes at {}); it landed at {}{}", h, layer, seq, h, pos, seq, pos,
+                pos - 1, pos, where,
+                where.find(fmt::format("position {}", pos)) != std::string::npos || where.rfind("nowhere", 0) == 0
                     ? ". Head h's row of k_new starts at k_new + h * head_dim" : ""));
         }
-        const float* vh = v.data() + h * 4;
-        if (std::memcmp(kv_value(mine, 1, 1, h, 3), vh, sizeof(float) * 4) != 0)
-            FAIL_CHECK(fmt::format("V of head {} should be at layer 1, sequence 1, head {}, position 3; it landed at {}{}",
-                                   h, h, find_row(mine, mine.v, vh),
+        const float* vh = v.data() + h * D;
+        if (std::memcmp(kv_value(mine, layer, seq, h, pos), vh, sizeof(float) * std::size_t(D)) != 0)
+            FAIL_CHECK(fmt::format("V of head {} should be at layer {}, sequence {}, head {}, position {}; it landed at {}{}",
+                                   h, layer, seq, h, pos, find_row(mine, mine.v, vh),
                                    find_row(mine, mine.k, vh).rfind("layer", 0) == 0 ? " (and a copy is in K: K and V swapped?)" : ""));
     }
     CHECK_MESSAGE(mine.k == want.k, "append_kv changed K somewhere other than the new token's rows");
     CHECK_MESSAGE(mine.v == want.v, "append_kv changed V somewhere other than the new token's rows");
-    CHECK_MESSAGE(mine.seq_len == std::vector<int>({5, 3}), fmt::format(
+    CHECK_MESSAGE(mine.seq_len == lens_before, fmt::format(
         "append_kv changed seq_len to [{}]: it must not. Every layer appends the same token at the same position; "
         "commit_kv advances seq_len once, after the last layer", fmt::join(mine.seq_len, ", ")));
 }
@@ -261,17 +271,18 @@ TEST_CASE("lab03.kv_cache.replays_an_engine_cache") {
     const Model& m = *lm.model;
     KVCache eng = make_kv_cache(m, 1);
     RunState st = make_run_state(m.config, 1);
-    std::vector<int> prompt = {3, 14, 15, 92, 65, 35, 89};
-    prefill(m, eng, st, 0, prompt);
+    pd::lab::Inputs in(303);
+    const int P = in.integer(1, 12), steps = in.integer(1, 8), total = P + steps;  // ctx = 32
+    prefill(m, eng, st, 0, in.tokens(P, 97));
     int slot = 0;
-    for (int t : {7, 9, 32}) decode(m, eng, st, {&slot, 1}, {&t, 1});
-    REQUIRE(eng.seq_len[0] == 10);
+    for (int t : in.tokens(steps, 97)) decode(m, eng, st, {&slot, 1}, {&t, 1});
+    REQUIRE(eng.seq_len[0] == total);
 
     // Rebuilt in sequence 1 of a two-sequence cache: sequence 0 must stay empty.
     KVCache mine = make_kv_cache(m, 2);
     const int H = eng.n_kv_heads, D = eng.head_dim;
     std::vector<float> k(static_cast<std::size_t>(H * D)), v(static_cast<std::size_t>(H * D));
-    for (int pos = 0; pos < 10; pos++) {
+    for (int pos = 0; pos < total; pos++) {
         for (int l = 0; l < eng.n_layers; l++) {
             for (int h = 0; h < H; h++) {
                 std::memcpy(k.data() + h * D, kv_key(eng, l, 0, h, pos), sizeof(float) * D);
@@ -282,8 +293,9 @@ TEST_CASE("lab03.kv_cache.replays_an_engine_cache") {
         int len = ex::commit_kv(mine, 1);
         REQUIRE_MESSAGE(len == pos + 1, fmt::format("after committing token {} the length is {}, got {}", pos, pos + 1, len));
     }
-    CHECK_MESSAGE(mine.seq_len == std::vector<int>({0, 10}), fmt::format(
-        "after 10 tokens in sequence 1, seq_len should be [0, 10], got [{}]", fmt::join(mine.seq_len, ", ")));
+    CHECK_MESSAGE(mine.seq_len == std::vector<int>({0, total}), fmt::format(
+        "after {} tokens in sequence 1, seq_len should be [0, {}], got [{}]", total, total,
+        fmt::join(mine.seq_len, ", ")));
     int bad = 0;
     for (int l = 0; l < eng.n_layers; l++)
         for (int h = 0; h < H; h++)
@@ -302,6 +314,15 @@ TEST_CASE("lab03.kv_cache.replays_an_engine_cache") {
                     bad++ == 0)
                     FAIL_CHECK(fmt::format("sequence 0 was written (layer {}, head {}, position {}) although only "
                                            "sequence 1 was appended to", l, h, pos));
+}
+
+TEST_CASE("lab03.kv_cache.another_seed_gives_other_inputs") {
+    // What a grader relies on: PDLAB_TEST_SEED reaches the inputs, so answers
+    // copied from one seed's run do not pass under another.
+    pd::lab::Inputs a(303, 1), b(303, 2), a_again(303, 1);
+    const auto ta = a.tokens(32, 97);
+    CHECK_MESSAGE(ta != b.tokens(32, 97), "PDLAB_TEST_SEED 1 and 2 drew the same prompt");
+    CHECK_MESSAGE(ta == a_again.tokens(32, 97), "the same PDLAB_TEST_SEED must draw the same prompt");
 }
 
 TEST_CASE("lab03.kv_cache.full_and_bad_arguments") {
@@ -324,12 +345,13 @@ TEST_CASE("lab03.kv_cache.full_and_bad_arguments") {
 
 TEST_CASE("lab03.attention.matches_engine_and_reference") {
     needs([] { KVCache c = make_kv_cache(1, 1, 1, 2, 2); std::vector<float> q(2), o(2); ex::attend_one_head(o.data(), q.data(), c, 0, 0, 0, 1); });
+    pd::lab::Inputs in(304);
     int seed = 300;
-    for (int D : {16, 64, 128}) {
+    for (int D : {in.integer(1, 16), 64, in.integer(65, 160)}) {
         KVCache c = make_kv_cache(2, 2, 3, 300, D);
         fill_random(c, std::uint64_t(D));
         std::vector<float> scores(300), eng(static_cast<std::size_t>(D)), mine(static_cast<std::size_t>(D));
-        for (int n : {1, 2, 3, 17, 64, 255, 300}) {
+        for (int n : {1, 2, in.integer(3, 32), in.integer(33, 299), 300}) {
             auto q = randn(std::size_t(D), std::uint64_t(seed++));
             ex::attend_one_head(mine.data(), q.data(), c, 1, 1, 2, n);
             attend_one(eng.data(), q.data(), c, 1, 1, 2, n, scores.data());
@@ -376,12 +398,13 @@ TEST_CASE("lab03.attention.reads_only_the_first_n_keys") {
             for (int i = 0; i < 16; i++) kv_key(c, 0, 0, h, p)[i] = nan, kv_value(c, 0, 0, h, p)[i] = nan;
     auto q = randn(16, 12);
     std::vector<float> out(16);
-    ex::attend_one_head(out.data(), q.data(), c, 0, 0, 1, 10);
+    const int head = pd::lab::Inputs(305).integer(0, 1);
+    ex::attend_one_head(out.data(), q.data(), c, 0, 0, head, 10);
     for (float x : out)
         REQUIRE_MESSAGE(std::isfinite(x), "the output is NaN: you read cache positions at or after n_keys = 10. A query "
                                           "sees positions 0..n_keys-1 only (causal attention; later rows are not "
                                           "written yet)");
-    check_close(out, ref_attend(q.data(), c, 0, 0, 1, 10), 1e-5f, 1e-4f, "10 keys with poisoned positions after them");
+    check_close(out, ref_attend(q.data(), c, 0, 0, head, 10), 1e-5f, 1e-4f, "10 keys with poisoned positions after them");
 }
 
 TEST_CASE("lab03.attention.large_scores_are_stable") {
@@ -406,12 +429,12 @@ TEST_CASE("lab03.attention.real_forward_pass") {
     const Config& cf = m.config;
     KVCache cache = make_kv_cache(m, 1);
     RunState st = make_run_state(cf, 1);
-    std::vector<int> toks;
-    for (int i = 0; i < 20; i++) toks.push_back((i * 31 + 7) % 101);
-    prefill(m, cache, st, 0, toks);
+    pd::lab::Inputs in(306);
+    const int P = in.integer(2, 40);
+    prefill(m, cache, st, 0, in.tokens(P, 101));
     const int Q = cf.q_dim(), D = cf.head_dim, l = cf.n_layers - 1;
     std::vector<float> out(static_cast<std::size_t>(D));
-    for (int t = 0; t < 20; t++)
+    for (int t = 0; t < P; t++)
         for (int h = 0; h < cf.n_heads; h++) {
             int kvh = ex::kv_head_for_query(h, cf.n_heads, cf.n_kv_heads);
             ex::attend_one_head(out.data(), st.q.data() + std::size_t(t) * Q + h * D, cache, l, 0, kvh, t + 1);
