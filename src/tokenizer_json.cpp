@@ -257,6 +257,13 @@ std::shared_ptr<Tokenizer::Data> load(const JsonObject& j) {
     int max_id = -1;
     KeyIds key_ids = read_vocab(model.value_or_null("vocab"), origin, max_id);
     std::vector<AddedToken> added = read_added_tokens(j, *d, max_id);
+    // Every id below vocab_size gets a piece; real vocabularies are dense, so
+    // ids far past the entry count are refused rather than filled with
+    // millions of placeholders (found by tests/fuzz: one id of 5,555,255).
+    std::size_t entries = key_ids.size() + added.size();
+    if (std::size_t(max_id) + 1 > 2 * entries + 1024)
+        fail("{}: token ids reach {} but there are only {} tokens; the ids of a vocabulary are 0..size-1",
+             origin, max_id, entries);
     d->vocab_size = max_id + 1;
     fill_pieces(*d, key_ids, added);
     fill_byte_ids(*d, key_ids);

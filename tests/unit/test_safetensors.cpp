@@ -149,7 +149,7 @@ TEST_CASE("engine.config.refuses_wrong_types_and_narrowing") {
     CHECK(parse_hf_config(llama_config(R"(,"hidden_size":64.0)"), "cfg.json").dim == 64);
 }
 
-TEST_CASE("engine.json.depth_limit_and_no_echo") {
+TEST_CASE("engine.safetensors.json_depth_limit_and_no_echo") {
     auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
     CHECK_NOTHROW(parse_json(nested(kMaxJsonDepth), "f.json"));
     CHECK_THROWS_WITH_AS(parse_json(nested(kMaxJsonDepth + 1), "f.json"), doctest::Contains("nested deeper"),

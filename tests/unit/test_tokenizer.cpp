@@ -393,6 +393,7 @@ TEST_CASE("engine.tokenizer.bad_json") {
     contains(variant([](json& j) { j["model"]["vocab"]["x"] = "7"; }), "got a string");
     contains(variant([](json& j) { j["model"]["merges"].push_back(7); }), "merge #16 is the number 7");
     contains(variant([](json& j) { j["model"]["unk_token"] = 5; }), "model.unk_token must be a string");
+    contains(variant([](json& j) { j["model"]["vocab"]["x"] = 5555255; }), "token ids reach 5555255");
     contains(variant([](json& j) { j["added_tokens"][0]["special"] = "yes"; }), "added_tokens[0].special must be");
     json deep = json::array();
     for (int i = 0; i < 100; i++) deep = json::array({deep});
