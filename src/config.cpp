@@ -1,12 +1,12 @@
 #include "config.hpp"
 
-#include <fstream>
-#include <map>
+#include <cmath>
+#include <cstdint>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "common.hpp"
+#include "json_checked.hpp"
+#include "model_file.hpp"
 
 namespace pd {
 
@@ -45,6 +45,10 @@ void validate(const Config& c, const std::string& origin) {
     need_positive(c.head_dim, "head_dim");
     need_positive(c.vocab_size, "vocab_size");
     need_positive(c.max_seq_len, "context length");
+    // q_dim() and kv_dim() are ints; 2^24 is far above any real model's width.
+    if (std::int64_t(c.n_heads) * c.head_dim > (1 << 24))
+        fail("{}: {} heads of {} make a query width beyond 2^24; no real model is this wide", origin,
+             c.n_heads, c.head_dim);
     if (c.n_heads % c.n_kv_heads != 0)
         fail("{}: {} attention heads cannot be shared evenly by {} key/value heads "
              "(num_attention_heads must be a multiple of num_key_value_heads)",
@@ -59,89 +63,93 @@ void validate(const Config& c, const std::string& origin) {
 
 namespace {
 
-using nlohmann::json;
+// Every size a config gives (widths, layers, heads, vocabulary, context) is an
+// integer in 0..2^24: the largest real ones are ~10M (Llama 4's context), and
+// products of two of them still fit in 64 bits.
+constexpr long long kMaxConfigInt = 1 << 24;
 
-template <typename T>
-T get_or(const json& j, const char* key, T fallback) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
-    return it->get<T>();
+int config_int(const JsonObject& j, const char* key) { return int(j.integer(key, 0, kMaxConfigInt)); }
+
+int config_int_or(const JsonObject& j, const char* key, int fallback) {
+    return int(j.integer_or(key, fallback, 0, kMaxConfigInt));
 }
 
-int required_int(const json& j, const char* key, const std::string& origin) {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_number_integer())
-        fail("{}: missing integer field \"{}\"", origin, key);
-    return it->get<int>();
+float config_float_or(const JsonObject& j, const char* key, float fallback) {
+    return float(j.number_or(key, fallback, 0.0, 1e30));
 }
 
-int token_id(const json& j, const char* key) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return -1;
-    if (it->is_array()) return it->empty() ? -1 : (*it)[0].get<int>();  // Llama 3 lists several eos
-    return it->get<int>();
+// bos/eos: an id, a list of ids (Llama 3 lists several eos; the first is
+// used), or absent (-1).
+int token_id(const JsonObject& j, const char* key) {
+    const Json* v = j.find(key);
+    if (!v) return -1;
+    if (v->is_array()) return v->empty() ? -1 : int(json_integer((*v)[0], j.where(key), 0, kMaxConfigInt));
+    return int(json_integer(*v, j.where(key), 0, kMaxConfigInt));
+}
+
+void read_gpt2(const JsonObject& j, Config& c) {
+    c.family = Family::gpt2;
+    c.dim = config_int(j, "n_embd");
+    c.n_layers = config_int(j, "n_layer");
+    c.n_heads = config_int(j, "n_head");
+    c.n_kv_heads = c.n_heads;
+    c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
+    c.hidden_dim = config_int_or(j, "n_inner", 4 * c.dim);
+    c.vocab_size = config_int(j, "vocab_size");
+    c.max_seq_len = config_int_or(j, "n_positions", config_int_or(j, "n_ctx", 1024));
+    c.norm_eps = config_float_or(j, "layer_norm_epsilon", 1e-5f);
+    c.tied_head = true;
+    std::string act = j.string_or("activation_function", "gelu_new");
+    if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+        fail("{}: activation_function {} is not supported (the kit implements GPT-2's gelu_new, the "
+             "tanh approximation)", j.origin(), clipped_quote(act));
+}
+
+void read_llama(const JsonObject& j, Config& c) {
+    c.family = Family::llama;
+    c.dim = config_int(j, "hidden_size");
+    c.hidden_dim = config_int(j, "intermediate_size");
+    c.n_layers = config_int(j, "num_hidden_layers");
+    c.n_heads = config_int(j, "num_attention_heads");
+    c.n_kv_heads = config_int_or(j, "num_key_value_heads", c.n_heads);
+    c.head_dim = config_int_or(j, "head_dim", c.n_heads > 0 ? c.dim / c.n_heads : 0);
+    c.vocab_size = config_int(j, "vocab_size");
+    c.max_seq_len = config_int_or(j, "max_position_embeddings", 2048);
+    c.norm_eps = config_float_or(j, "rms_norm_eps", 1e-6f);
+    c.rope_theta = config_float_or(j, "rope_theta", 10000.0f);
+    c.tied_head = j.bool_or("tie_word_embeddings", false);
+    if (j.find("rope_scaling"))
+        fail("{}: rope_scaling is set; the kit implements plain rotary embeddings only, "
+             "so this checkpoint's logits would be wrong", j.origin());
+    if (j.bool_or("attention_bias", false) || j.bool_or("mlp_bias", false))
+        fail("{}: attention_bias/mlp_bias are not supported for the llama family", j.origin());
 }
 
 }  // namespace
 
-Config load_hf_config(const std::filesystem::path& path) {
-    std::string origin = path.string();
-    std::ifstream in(path);
-    if (!in) fail("cannot open {}: a Hugging Face model folder needs a config.json", origin);
-    json j;
-    try {
-        in >> j;
-    } catch (const json::exception& e) {
-        fail("{} is not valid JSON: {}", origin, e.what());
-    }
-    std::string type = get_or<std::string>(j, "model_type", "");
+Config parse_hf_config(std::string_view text, const std::string& origin) {
+    Json root = parse_json(text, origin);
+    JsonObject j(root, origin);
+    std::string type = j.string_or("model_type", "");
     Config c;
-    c.name = path.parent_path().string();
-    try {
-        if (type == "gpt2") {
-            c.family = Family::gpt2;
-            c.dim = required_int(j, "n_embd", origin);
-            c.n_layers = required_int(j, "n_layer", origin);
-            c.n_heads = required_int(j, "n_head", origin);
-            c.n_kv_heads = c.n_heads;
-            c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
-            c.hidden_dim = get_or<int>(j, "n_inner", 4 * c.dim);
-            c.vocab_size = required_int(j, "vocab_size", origin);
-            c.max_seq_len = get_or<int>(j, "n_positions", get_or<int>(j, "n_ctx", 1024));
-            c.norm_eps = get_or<float>(j, "layer_norm_epsilon", 1e-5f);
-            c.tied_head = true;
-            std::string act = get_or<std::string>(j, "activation_function", "gelu_new");
-            if (act != "gelu_new" && act != "gelu_pytorch_tanh")
-                fail("{}: activation_function \"{}\" is not supported (the kit implements "
-                     "GPT-2's gelu_new, the tanh approximation)", origin, act);
-        } else if (type == "llama" || type == "mistral") {
-            c.family = Family::llama;
-            c.dim = required_int(j, "hidden_size", origin);
-            c.hidden_dim = required_int(j, "intermediate_size", origin);
-            c.n_layers = required_int(j, "num_hidden_layers", origin);
-            c.n_heads = required_int(j, "num_attention_heads", origin);
-            c.n_kv_heads = get_or<int>(j, "num_key_value_heads", c.n_heads);
-            c.head_dim = get_or<int>(j, "head_dim", c.n_heads > 0 ? c.dim / c.n_heads : 0);
-            c.vocab_size = required_int(j, "vocab_size", origin);
-            c.max_seq_len = get_or<int>(j, "max_position_embeddings", 2048);
-            c.norm_eps = get_or<float>(j, "rms_norm_eps", 1e-6f);
-            c.rope_theta = get_or<float>(j, "rope_theta", 10000.0f);
-            c.tied_head = get_or<bool>(j, "tie_word_embeddings", false);
-            if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-                fail("{}: rope_scaling is set; the kit implements plain rotary embeddings only, "
-                     "so this checkpoint's logits would be wrong", origin);
-            if (get_or<bool>(j, "attention_bias", false) || get_or<bool>(j, "mlp_bias", false))
-                fail("{}: attention_bias/mlp_bias are not supported for the llama family", origin);
-        } else {
-            fail("{}: model_type \"{}\" is not supported; the kit runs \"gpt2\" and \"llama\" "
-                 "checkpoints", origin, type);
-        }
-        c.bos_id = token_id(j, "bos_token_id");
-        c.eos_id = token_id(j, "eos_token_id");
-    } catch (const json::exception& e) {
-        fail("{}: a field has the wrong type: {}", origin, e.what());
+    if (type == "gpt2") {
+        read_gpt2(j, c);
+    } else if (type == "llama" || type == "mistral") {
+        read_llama(j, c);
+    } else {
+        fail("{}: model_type {} is not supported; the kit runs \"gpt2\" and \"llama\" checkpoints", origin,
+             clipped_quote(type));
     }
+    c.bos_id = token_id(j, "bos_token_id");
+    c.eos_id = token_id(j, "eos_token_id");
     validate(c, origin);
+    return c;
+}
+
+Config load_hf_config(const std::filesystem::path& path) {
+    std::string text = read_regular_file(path, kMaxJsonFileBytes, "; a Hugging Face model folder needs a config.json");
+    Config c = parse_hf_config(text, path.string());
+    c.name = path.parent_path().string();
     return c;
 }
 
@@ -210,6 +218,9 @@ Config synthetic_config(const std::string& spec, unsigned long long& seed) {
         } catch (const std::exception&) {
             fail("synthetic:{}: value of {} must be a number, got \"{}\"", spec, key, val);
         }
+        bool integer_key = key != "eps" && key != "theta" && key != "seed";
+        if (integer_key && (fv != std::trunc(fv) || std::fabs(fv) > double(kMaxConfigInt)))
+            fail("synthetic:{}: {} must be a whole number up to 2^24, got {}", spec, key, val);
         if (key == "dim") c.dim = int(v);
         else if (key == "ffn") c.hidden_dim = int(v);
         else if (key == "layers") c.n_layers = int(v);

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace pd {
 
@@ -58,8 +59,12 @@ const char* family_name(Family f);
 // a UserError that names the offending field of `origin`.
 void validate(const Config& c, const std::string& origin);
 
-// Reads a Hugging Face config.json (model_type gpt2 or llama).
+// Reads a Hugging Face config.json (model_type gpt2 or llama); a UserError
+// for a file that is not a regular file, bad JSON, a wrong type or an integer
+// field that is fractional or out of range.
 Config load_hf_config(const std::filesystem::path& config_json);
+// The same from the file's text; `origin` names it in messages.
+Config parse_hf_config(std::string_view text, const std::string& origin);
 
 // Parses "PRESET", "FAMILY,key=value,..." or "PRESET,key=value,..." (the part
 // after "synthetic:"). Returns the shape and the seed in `seed`.

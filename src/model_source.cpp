@@ -35,24 +35,27 @@ bool is_synthetic(const std::string& spec) { return spec.rfind("synthetic:", 0) 
 fs::path resolve_folder(const std::string& spec) {
     if (spec == "tiny" || spec == "tiny-draft") {
         fs::path p = data_dir() / "models" / spec;
-        if (!fs::exists(p / "config.json"))
+        std::error_code ec;
+        if (!fs::exists(p / "config.json", ec))
             fail("the bundled model \"{}\" is missing at {}; retrain it with "
                  "tools/train/train.py (see data/models/tiny/README.md) or set PDLAB_DATA",
                  spec, p.string());
         return p;
     }
     fs::path p(spec);
-    if (!fs::exists(p))
+    std::error_code ec;
+    if (!fs::exists(p, ec))
         fail("model \"{}\" not found: it is neither a bundled name nor an existing folder. {}",
              spec, model_help());
-    if (!fs::is_directory(p))
+    if (!fs::is_directory(p, ec))
         fail("model \"{}\" is a file; give the folder that holds config.json and the "
              "safetensors files", spec);
     return p;
 }
 
 Tokenizer tokenizer_for(const fs::path& folder, const Config& c) {
-    if (!folder.empty() && fs::exists(folder / "tokenizer.json"))
+    std::error_code ec;
+    if (!folder.empty() && fs::exists(folder / "tokenizer.json", ec))
         return Tokenizer::from_json(folder / "tokenizer.json");
     return Tokenizer::bytes(c.vocab_size);
 }
@@ -99,7 +102,8 @@ Tokenizer load_tokenizer(const std::string& spec) {
         return Tokenizer::bytes(synthetic_config(spec.substr(10), seed).vocab_size);
     }
     fs::path folder = resolve_folder(spec);
-    if (fs::exists(folder / "tokenizer.json")) return Tokenizer::from_json(folder / "tokenizer.json");
+    std::error_code ec;
+    if (fs::exists(folder / "tokenizer.json", ec)) return Tokenizer::from_json(folder / "tokenizer.json");
     return Tokenizer::bytes(load_hf_config(folder / "config.json").vocab_size);
 }
 

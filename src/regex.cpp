@@ -2,9 +2,8 @@
 
 #include <cstdint>
 
-#include <nlohmann/json.hpp>
-
 #include "common.hpp"
+#include "json_checked.hpp"
 #include "utf8.hpp"
 
 namespace pd::tok {
@@ -20,7 +19,7 @@ Regex::Regex(const std::string& pattern, const std::string& origin, bool literal
     if (!code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
-        fail("{}: cannot compile the regex {} (at offset {}: {})", origin, nlohmann::json(pattern).dump(), at,
+        fail("{}: cannot compile the regex {} (at offset {}: {})", origin, clipped_quote(pattern), at,
              reinterpret_cast<const char*>(msg));
     }
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // failure just means the slower interpreter

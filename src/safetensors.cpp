@@ -5,14 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <algorithm>
+#include <cstring>
+#include <set>
 
-#include <nlohmann/json.hpp>
+#include "json_checked.hpp"
+#include "model_file.hpp"
 
 namespace pd {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 std::size_t TensorView::numel() const {
     std::size_t n = 1;
@@ -23,13 +25,9 @@ std::size_t TensorView::numel() const {
 std::string TensorView::shape_str() const { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 MappedFile::MappedFile(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
+    int fd = open_regular_file(path);
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        ::close(fd);
-        fail("cannot stat {}", path.string());
-    }
+    ::fstat(fd, &st);
     size_ = std::size_t(st.st_size);
     if (size_ > 0) {
         void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -56,78 +54,137 @@ static std::size_t dtype_size(const std::string& dtype) {
     return 0;
 }
 
-void Checkpoint::add_file(const fs::path& path) {
-    std::string where = path.string();
-    auto file = std::make_shared<MappedFile>(path);
-    if (file->size() < 8)
-        fail("{} is truncated: {} bytes, shorter than the 8-byte header length", where, file->size());
+namespace {
+
+// The safetensors format caps its header at 100 MB; real ones are < 1 MB.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+// A dimension past 2^40 elements is corrupt, whatever the model; model
+// tensors have at most 4 dimensions, so 16 leaves room and bounds messages.
+constexpr long long kMaxDim = 1LL << 40;
+constexpr std::size_t kMaxRank = 16;
+
+// shape as integers, and their product, refused if it overflows 64 bits.
+std::vector<std::int64_t> read_shape(const JsonObject& info, std::size_t& numel) {
+    std::vector<std::int64_t> shape;
+    numel = 1;
+    const Json& dims = info.array("shape");
+    if (dims.size() > kMaxRank) fail("{} has {} dimensions, more than {}", info.where("shape"), dims.size(), kMaxRank);
+    for (const Json& d : dims) {
+        shape.push_back(json_integer(d, info.where("shape"), 0, kMaxDim));
+        if (__builtin_mul_overflow(numel, std::size_t(shape.back()), &numel))
+            fail("{} has more elements than 64 bits can count", info.where("shape"));
+    }
+    return shape;
+}
+
+// One header entry: dtype, shape and data_offsets checked against the data
+// section of `data_size` bytes that starts at `base`.
+TensorView read_entry(const JsonObject& info, const std::string& name, const std::byte* base,
+                      std::size_t data_size) {
+    TensorView t;
+    t.name = name;
+    t.file = info.origin();
+    t.dtype = info.string("dtype");
+    if (t.dtype.size() > 16) fail("{} is not a safetensors dtype (F32, BF16, ...)", info.where("dtype"));
+    std::size_t numel = 0;
+    t.shape = read_shape(info, numel);
+    const Json& off = info.array("data_offsets");
+    if (off.size() != 2) fail("{} must be [begin, end]", info.where("data_offsets"));
+    auto begin = std::size_t(json_integer(off[0], info.where("data_offsets"), 0, INT64_MAX));
+    auto end = std::size_t(json_integer(off[1], info.where("data_offsets"), 0, INT64_MAX));
+    if (begin > end) fail("{}: tensor {} has malformed data_offsets", t.file, clipped_quote(name));
+    if (end > data_size)
+        fail("{} is truncated: tensor {} ends at byte {} past the end of the data ({} bytes); "
+             "re-download or re-export the checkpoint", t.file, clipped_quote(name), end, data_size);
+    t.data = base + begin;
+    t.nbytes = end - begin;
+    std::size_t esize = dtype_size(t.dtype);
+    std::size_t want = 0;
+    if (esize != 0 && (__builtin_mul_overflow(numel, esize, &want) || want != t.nbytes))
+        fail("{}: tensor {} of shape {} and dtype {} should take {} bytes but its offsets span {}", t.file,
+             clipped_quote(name), t.shape_str(), t.dtype, numel * esize, t.nbytes);
+    return t;
+}
+
+}  // namespace
+
+std::map<std::string, TensorView> read_safetensors(const std::byte* bytes, std::size_t size,
+                                                   const std::string& where) {
+    if (size < 8) fail("{} is truncated: {} bytes, shorter than the 8-byte header length", where, size);
     std::uint64_t header_len = 0;
-    std::memcpy(&header_len, file->data(), 8);  // little-endian, as is every x86 machine
-    if (header_len > file->size() - 8)
+    std::memcpy(&header_len, bytes, 8);  // little-endian, as is every x86 machine
+    if (header_len > size - 8)
         fail("{} is truncated or corrupt: its header claims {} bytes but the file has only {} "
-             "after the length field", where, header_len, file->size() - 8);
-    json header;
-    try {
-        header = json::parse(reinterpret_cast<const char*>(file->data()) + 8,
-                             reinterpret_cast<const char*>(file->data()) + 8 + header_len);
-    } catch (const json::exception& e) {
-        fail("{}: the safetensors header is not valid JSON ({})", where, e.what());
-    }
-    if (!header.is_object()) fail("{}: the safetensors header is not a JSON object", where);
-    const std::byte* base = file->data() + 8 + header_len;
-    std::size_t data_size = file->size() - 8 - header_len;
-    for (auto& [name, info] : header.items()) {
+             "after the length field", where, header_len, size - 8);
+    if (header_len > kMaxHeaderBytes)
+        fail("{}: the safetensors header claims {} bytes, more than the format's limit of {}", where,
+             header_len, kMaxHeaderBytes);
+    const char* text = reinterpret_cast<const char*>(bytes) + 8;
+    Json header = parse_json(std::string_view(text, header_len), where + " (safetensors header)");
+    JsonObject entries(header, where, "the safetensors header");  // refuses an array, a string ...
+    const std::byte* base = bytes + 8 + header_len;
+    std::map<std::string, TensorView> tensors;
+    for (auto& [name, info] : entries.json().items()) {
         if (name == "__metadata__") continue;
-        try {
-            TensorView t;
-            t.name = name;
-            t.file = where;
-            t.dtype = info.at("dtype").get<std::string>();
-            t.shape = info.at("shape").get<std::vector<std::int64_t>>();
-            auto off = info.at("data_offsets").get<std::vector<std::uint64_t>>();
-            if (off.size() != 2 || off[0] > off[1])
-                fail("{}: tensor {} has malformed data_offsets", where, name);
-            if (off[1] > data_size)
-                fail("{} is truncated: tensor {} ends at byte {} past the end of the data "
-                     "({} bytes); re-download or re-export the checkpoint", where, name, off[1],
-                     data_size);
-            t.data = base + off[0];
-            t.nbytes = off[1] - off[0];
-            std::size_t esize = dtype_size(t.dtype);
-            if (esize != 0 && t.numel() * esize != t.nbytes)
-                fail("{}: tensor {} of shape {} and dtype {} should take {} bytes but its offsets "
-                     "span {}", where, name, t.shape_str(), t.dtype, t.numel() * esize, t.nbytes);
-            tensors_[name] = std::move(t);
-        } catch (const json::exception& e) {
-            fail("{}: tensor {} has a malformed header entry ({})", where, name, e.what());
-        }
+        tensors[name] = read_entry(JsonObject(info, where, "tensor " + clipped_quote(name)), name, base,
+                                   size - 8 - header_len);
     }
+    return tensors;
+}
+
+void Checkpoint::add_file(const fs::path& path) {
+    auto file = std::make_shared<MappedFile>(path);
+    for (auto& [name, t] : read_safetensors(file->data(), file->size(), path.string())) tensors_[name] = t;
     files_.push_back(std::move(file));
 }
+
+namespace {
+
+// `name` from the index as a path inside `folder`: relative, no "..", and not
+// leading out through a symlink; a UserError otherwise.
+fs::path shard_path(const fs::path& folder, const std::string& name, const std::string& index) {
+    fs::path rel(name);
+    bool climbs = std::any_of(rel.begin(), rel.end(), [](const fs::path& part) { return part == ".."; });
+    if (name.empty() || rel.is_absolute() || climbs)
+        fail("{} names shard {}, which is not a file name inside the model folder", index, clipped_quote(name));
+    std::error_code ec;
+    fs::path root = fs::weakly_canonical(folder, ec);
+    fs::path resolved = fs::weakly_canonical(folder / rel, ec);
+    if (ec) fail("{}: cannot resolve shard {}: {}", index, clipped_quote(name), ec.message());
+    fs::path inside = resolved.lexically_relative(root);
+    if (inside.empty() || *inside.begin() == "..")
+        fail("{} names shard {}, which leads outside the model folder (through a symlink)", index,
+             clipped_quote(name));
+    return resolved;
+}
+
+// The shard file names of model.safetensors.index.json, each once, in order.
+std::set<std::string> shard_names(const fs::path& index) {
+    std::string origin = index.string();
+    Json j = parse_json(read_regular_file(index, kMaxJsonFileBytes), origin);
+    JsonObject weight_map = JsonObject(j, origin).object("weight_map");
+    std::set<std::string> names;
+    for (auto& [tensor, file] : weight_map.json().items())
+        names.insert(json_string(file, weight_map.where(clipped_quote(tensor))));
+    return names;
+}
+
+}  // namespace
 
 Checkpoint Checkpoint::open(const fs::path& folder) {
     Checkpoint ck;
     fs::path single = folder / "model.safetensors";
     fs::path index = folder / "model.safetensors.index.json";
-    if (fs::exists(single)) {
+    std::error_code ec;
+    if (fs::exists(single, ec)) {
         ck.add_file(single);
-    } else if (fs::exists(index)) {
-        std::ifstream in(index);
-        json j;
-        try {
-            in >> j;
-        } catch (const json::exception& e) {
-            fail("{} is not valid JSON: {}", index.string(), e.what());
-        }
-        if (!j.contains("weight_map") || !j["weight_map"].is_object())
-            fail("{} has no \"weight_map\" object", index.string());
-        std::map<std::string, bool> shards;
-        for (auto& [name, file] : j["weight_map"].items()) shards[file.get<std::string>()] = true;
-        for (auto& [file, _] : shards) {
-            if (!fs::exists(folder / file))
-                fail("{} names shard {} which is missing from {}", index.string(), file,
+    } else if (fs::exists(index, ec)) {
+        for (const std::string& name : shard_names(index)) {
+            fs::path file = shard_path(folder, name, index.string());
+            if (!fs::exists(file, ec))
+                fail("{} names shard {} which is missing from {}", index.string(), clipped_quote(name),
                      folder.string());
-            ck.add_file(folder / file);
+            ck.add_file(file);
         }
     } else {
         fail("{} has no model.safetensors (nor model.safetensors.index.json for a sharded "

@@ -59,6 +59,13 @@ private:
     std::map<std::string, TensorView> tensors_;
 };
 
+// The tensors of one safetensors file held in memory (`size` bytes at
+// `bytes`), their views pointing into it; a UserError naming `where` for a
+// truncated file, a bad header, wrong types, or offsets and shapes that
+// disagree.
+std::map<std::string, TensorView> read_safetensors(const std::byte* bytes, std::size_t size,
+                                                   const std::string& where);
+
 // Converts a tensor to f32 or bf16 (in parallel); fails on other dtypes.
 void convert_to_f32(const TensorView& t, float* out);
 void convert_to_bf16(const TensorView& t, bf16* out);

@@ -31,6 +31,10 @@ Tokenizer Tokenizer::from_json(const std::filesystem::path& tokenizer_json) {
     return Tokenizer(tok::read_tokenizer_json(tokenizer_json));
 }
 
+Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& origin) {
+    return Tokenizer(tok::read_tokenizer_json_text(text, origin));
+}
+
 Tokenizer Tokenizer::bytes(int vocab_size) {
     if (vocab_size <= 0) fail("the byte tokenizer needs a positive vocab_size, got {}", vocab_size);
     auto d = std::make_shared<Data>();

@@ -40,6 +40,8 @@ public:
     // Throws UserError for a missing or malformed file and for anything the
     // kit does not implement (see above).
     static Tokenizer from_json(const std::filesystem::path& tokenizer_json);
+    // The same from the file's text; `origin` names it in messages.
+    static Tokenizer from_json_text(std::string_view text, const std::string& origin);
     // Id b <-> byte b for b < min(256, vocab_size); ids 256.. decode to the
     // visible placeholder "<|id|>".
     static Tokenizer bytes(int vocab_size);

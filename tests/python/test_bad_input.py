@@ -43,6 +43,20 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   unknown_command        -         frobnicate|command|usage
   device_cuda            generate  cuda|gpu      (skipped when this machine has an NVIDIA GPU)
 
+Hostile files (issue #19), all with `info`; `--list` prints each with its keyword:
+  *_deep                 a 100,000-deep nested array in tokenizer.json (vocab, merges), config.json
+                         or the safetensors header: refused by the parser's depth limit
+  *_fifo, *_dir          config.json, model.safetensors, tokenizer.json, the shard index or a shard
+                         replaced by a FIFO (must not hang) or a folder
+  config_*, header_*, weight_map_number, tokenizer_vocab_id_string, tokenizer_merge_number
+                         a wrong JSON type, a fraction or an integer past 32 bits where an integer
+                         belongs
+  shard_dotdot, shard_absolute, shard_symlink_escape
+                         an index naming a valid shard outside the model folder
+
+Every case also fails when stderr holds more than 2000 characters (a message
+that echoes the untrusted input).
+
 Prints PASS/FAIL/SKIP per case with the first stderr line seen and ends with
 "N passed, M failed" (skips not counted); exit 0 only if none failed.
 """
@@ -74,6 +88,8 @@ DEFAULT_PDLAB = os.path.join(ROOT, "build", "src", "pdlab", "pdlab")
 CRASH_TEXT = re.compile(r"terminate called|Segmentation|Aborted|core dumped|AddressSanitizer|"
                         r"UndefinedBehaviorSanitizer|runtime error:|Assertion .* failed|std::bad_alloc",
                         re.IGNORECASE)
+
+MAX_STDERR = 2000  # a clear message is a line or two; more means the input was echoed
 
 LLAMA = dict(vocab=320, hidden=64, layers=2, heads=4, kv_heads=2, ffn=128, ctx=32)
 GPT2 = dict(vocab=300, hidden=32, layers=2, heads=2, ctx=32)
@@ -231,6 +247,123 @@ def mk_missing_shard(d):
     return d
 
 
+# ---------------------------------------------- hostile files (issue #19)
+
+DEEP = 100000  # levels of nesting: far past the parser's limit, and past a recursive dump()'s stack
+SHARD2 = "model-00002-of-00002.safetensors"
+
+
+def deep_array():
+    return "[" * DEEP + "]" * DEEP
+
+
+def tiny_tokenizer_json(vocab="", merges=""):
+    """A byte-level BPE tokenizer.json as text; `vocab`/`merges` are raw JSON spliced in as extra entries."""
+    entries = ['"%s": %d' % (c, i) for i, c in enumerate("abcdefgh")]
+    return ('{"model": {"type": "BPE", "vocab": {%s%s}, "merges": ["a b"%s]},'
+            ' "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}}'
+            % (", ".join(entries + ['"ab": 8']), vocab, merges))
+
+
+def with_tokenizer(text):
+    def f(d):
+        good_llama(d)
+        with open(os.path.join(d, "tokenizer.json"), "w") as fh:
+            fh.write(text)
+        return d
+    return f
+
+
+def raw_config_text(d, text):
+    good_llama(d)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write(text)
+    return d
+
+
+def mk_config_deep(d):
+    return raw_config_text(d, '{"model_type": "llama", "nested": %s}' % deep_array())
+
+
+def mk_config_huge_int(d):
+    # 2^32 + 256: a 32-bit truncation reads it as 256
+    return raw_config_text(d, json.dumps(dict(json.load(open(good_llama(d) + "/config.json")),
+                                              hidden_size=2**32 + 256)))
+
+
+def header_with(d, edit):
+    """A llama checkpoint whose safetensors header is edited as JSON text by `edit`."""
+    cfg, header, data = st_parts(d)
+    text = edit(json.dumps(header)).encode()
+    return write_raw(d, cfg, struct.pack("<Q", len(text)) + text + data)
+
+
+def mk_header_deep(d):
+    return header_with(d, lambda h: h[:-1] + ', "deep": %s}' % deep_array())
+
+
+def edit_header_entry(d, **changes):
+    cfg, header, data = st_parts(d)
+    header["model.norm.weight"].update(changes)
+    return write_raw(d, cfg, hf_models.serialize_safetensors(header, data))
+
+
+def replace_with(kind, name, shards=0):
+    """A good checkpoint whose file `name` is replaced by a FIFO or a folder."""
+    def f(d):
+        good_llama(d, shards=shards) if shards else with_tokenizer(tiny_tokenizer_json())(d)
+        p = os.path.join(d, name)
+        os.remove(p)
+        os.mkfifo(p) if kind == "fifo" else os.mkdir(p)
+        return d
+    return f
+
+
+def edit_index(d, edit):
+    good_llama(d, shards=2)
+    p = os.path.join(d, "model.safetensors.index.json")
+    index = json.load(open(p))
+    edit(d, index["weight_map"])
+    json.dump(index, open(p, "w"))
+    return d
+
+
+def move_shard2(d, weight_map, new_name, target):
+    """Moves shard 2 to `target` (a valid file, so only confinement can refuse it) and names it new_name."""
+    os.rename(os.path.join(d, SHARD2), target)
+    for k, v in weight_map.items():
+        if v == SHARD2:
+            weight_map[k] = new_name
+
+
+def outside(d):
+    o = d + "_outside"
+    os.makedirs(o, exist_ok=True)
+    return o
+
+
+def mk_shard_dotdot(d):
+    return edit_index(d, lambda d, m: move_shard2(d, m, "../%s/x.safetensors" % os.path.basename(outside(d)),
+                                                   os.path.join(outside(d), "x.safetensors")))
+
+
+def mk_shard_absolute(d):
+    target = os.path.join(outside(d), "x.safetensors")
+    return edit_index(d, lambda d, m: move_shard2(d, m, target, target))
+
+
+def mk_shard_symlink(d):
+    def edit(d, m):
+        target = os.path.join(outside(d), "x.safetensors")
+        move_shard2(d, m, "link.safetensors", target)
+        os.symlink(target, os.path.join(d, "link.safetensors"))
+    return edit_index(d, edit)
+
+
+def mk_weight_map_number(d):
+    return edit_index(d, lambda d, m: m.update({"model.norm.weight": 5}))
+
+
 IDS = "1,2,3,4,5"
 CTX, VOCAB = LLAMA["ctx"], LLAMA["vocab"]
 
@@ -268,6 +401,45 @@ CASES = [
     ("unknown_option", good_llama, "generate", ["--frobnicate"], r"frobnicate"),
     ("unknown_command", good_llama, "frobnicate", [], r"frobnicate|command|usage"),
     ("device_cuda", good_llama, "generate", ["--device", "cuda"], r"cuda|gpu"),
+    # hostile files (issue #19): deep nesting, non-regular files, wrong types, narrowing, shard escapes
+    ("tokenizer_deep_vocab", with_tokenizer(tiny_tokenizer_json(vocab=', "z": ' + deep_array())), "info", [],
+     r"nest|deep"),
+    ("tokenizer_deep_merges", with_tokenizer(tiny_tokenizer_json(merges=", " + deep_array())), "info", [],
+     r"nest|deep"),
+    ("config_deep", mk_config_deep, "info", [], r"nest|deep"),
+    ("header_deep", mk_header_deep, "info", [], r"nest|deep"),
+    ("config_fifo", replace_with("fifo", "config.json"), "info", [], r"fifo|pipe|regular"),
+    ("safetensors_fifo", replace_with("fifo", "model.safetensors"), "info", [], r"fifo|pipe|regular"),
+    ("tokenizer_fifo", replace_with("fifo", "tokenizer.json"), "info", [], r"fifo|pipe|regular"),
+    ("index_fifo", replace_with("fifo", "model.safetensors.index.json", shards=2), "info", [], r"fifo|pipe|regular"),
+    ("shard_fifo", replace_with("fifo", SHARD2, shards=2), "info", [], r"fifo|pipe|regular"),
+    ("config_dir", replace_with("dir", "config.json"), "info", [], r"folder|director|regular"),
+    ("safetensors_dir", replace_with("dir", "model.safetensors"), "info", [], r"folder|director|regular"),
+    ("tokenizer_dir", replace_with("dir", "tokenizer.json"), "info", [], r"folder|director|regular"),
+    ("index_dir", replace_with("dir", "model.safetensors.index.json", shards=2), "info", [],
+     r"folder|director|regular"),
+    ("shard_dir", replace_with("dir", SHARD2, shards=2), "info", [], r"folder|director|regular"),
+    ("config_model_type_number", lambda d: edit_config(good_llama(d), model_type=5), "info", [], r"model_type"),
+    ("config_hidden_size_string", lambda d: edit_config(good_llama(d), hidden_size="64"), "info", [],
+     r"hidden_size"),
+    ("config_eos_object", lambda d: edit_config(good_llama(d), eos_token_id={"id": 2}), "info", [],
+     r"eos_token_id"),
+    ("config_tie_string", lambda d: edit_config(good_llama(d), tie_word_embeddings="yes"), "info", [],
+     r"tie_word_embeddings"),
+    ("config_hidden_size_2p32", mk_config_huge_int, "info", [], r"hidden_size"),
+    ("config_kv_heads_fraction", lambda d: edit_config(good_llama(d), num_key_value_heads=2.5), "info", [],
+     r"num_key_value_heads"),
+    ("weight_map_number", mk_weight_map_number, "info", [], r"weight_map"),
+    ("header_dtype_number", lambda d: edit_header_entry(d, dtype=32), "info", [], r"dtype"),
+    ("header_shape_string", lambda d: edit_header_entry(d, shape="64"), "info", [], r"shape"),
+    ("header_offsets_fraction", lambda d: edit_header_entry(d, data_offsets=[0.5, 256]), "info", [],
+     r"data_offsets"),
+    ("tokenizer_vocab_id_string", with_tokenizer(tiny_tokenizer_json(vocab=', "z": "9"')), "info", [],
+     r"vocab|id"),
+    ("tokenizer_merge_number", with_tokenizer(tiny_tokenizer_json(merges=", 7")), "info", [], r"merge"),
+    ("shard_dotdot", mk_shard_dotdot, "info", [], r"outside|inside|folder"),
+    ("shard_absolute", mk_shard_absolute, "info", [], r"outside|inside|folder"),
+    ("shard_symlink_escape", mk_shard_symlink, "info", [], r"outside|inside|folder"),
 ]
 
 
@@ -354,6 +526,8 @@ def main():
                 problems.append("crash text on stderr")
             if lines and not re.search(kw, err, re.IGNORECASE):
                 problems.append("no keyword /%s/" % kw)
+            if len(err) > MAX_STDERR:
+                problems.append("%d characters on stderr: a message must not echo the input" % len(err))
             note = " (long message: %d lines)" % len(lines) if len(lines) > 4 else ""
             ok = not problems
             n_ok += ok
@@ -368,6 +542,7 @@ def main():
                 if not ok:
                     print("      command: " + " ".join(cmd))
             shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d + "_outside", ignore_errors=True)
     print("%d passed, %d failed" % (n_ok, n_bad))
     sys.exit(0 if n_bad == 0 else 1)
 

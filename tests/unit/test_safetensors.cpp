@@ -1,11 +1,14 @@
 // engine.safetensors and engine.config: reading checkpoints and configs, and
 // refusing broken ones with a message that says what is wrong.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "check.hpp"
 #include "common.hpp"
 #include "config.hpp"
+#include "json_checked.hpp"
 #include "npy.hpp"
 #include "safetensors.hpp"
 
@@ -119,6 +122,79 @@ TEST_CASE("engine.config.hf_llama_and_gpt2") {
         "num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":4,"vocab_size":300})";
     CHECK_THROWS_WITH_AS(load_hf_config(d / "config.json"), doctest::Contains("multiple of"), UserError);
     fs::remove_all(d);
+}
+
+// A small llama config.json with `extra` spliced in last (a later key wins in
+// nlohmann's parser, so `extra` overrides a field).
+std::string llama_config(const std::string& extra) {
+    return R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+        "num_attention_heads":4,"vocab_size":300)" + extra + "}";
+}
+
+TEST_CASE("engine.config.refuses_wrong_types_and_narrowing") {
+    auto expect = [](const std::string& extra, const char* what) {
+        INFO("config extra: " << extra);
+        CHECK_THROWS_WITH_AS(parse_hf_config(llama_config(extra), "cfg.json"), doctest::Contains(what), UserError);
+    };
+    CHECK(parse_hf_config(llama_config(""), "cfg.json").dim == 64);  // the base is valid
+    // 2^32 + 256 would be 256 after a cast to 32 bits; 2.5 would be 2.
+    expect(R"(,"hidden_size":4294967552)", "cfg.json: hidden_size must be an integer in 0..16777216");
+    expect(R"(,"num_key_value_heads":2.5)", "num_key_value_heads must be an integer");
+    expect(R"(,"model_type":5)", "model_type must be a string, got the number 5");
+    expect(R"(,"vocab_size":"300")", "vocab_size must be an integer in 0..16777216, got a string");
+    expect(R"(,"tie_word_embeddings":"yes")", "tie_word_embeddings must be true or false");
+    expect(R"(,"eos_token_id":{"id":2})", "eos_token_id must be an integer");
+    expect(R"(,"rms_norm_eps":-1)", "rms_norm_eps must be a number in 0");
+    // A whole number written as a float is that integer.
+    CHECK(parse_hf_config(llama_config(R"(,"hidden_size":64.0)"), "cfg.json").dim == 64);
+}
+
+TEST_CASE("engine.safetensors.json_depth_limit_and_no_echo") {
+    auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+    CHECK_NOTHROW(parse_json(nested(kMaxJsonDepth), "f.json"));
+    CHECK_THROWS_WITH_AS(parse_json(nested(kMaxJsonDepth + 1), "f.json"), doctest::Contains("nested deeper"),
+                         UserError);
+    CHECK_THROWS_WITH_AS(parse_json(nested(1000000), "f.json"), doctest::Contains("nested deeper"), UserError);
+    // The message names the type of a wrong value, never its content.
+    std::string secret(100000, 'x');
+    try {
+        parse_hf_config(llama_config(R"(,"hidden_size":")" + secret + R"(")"), "cfg.json");
+        FAIL("a string hidden_size was accepted");
+    } catch (const UserError& e) {
+        CHECK_MESSAGE(std::string(e.what()).find("xxxx") == std::string::npos, "message echoes the value: ",
+                      std::string(e.what()).substr(0, 200));
+    }
+    CHECK(clipped_quote(secret, 4) == "\"xxxx\"...");
+}
+
+TEST_CASE("engine.safetensors.refuses_fifo_folder_and_escaping_shards") {
+    fs::path d = temp_dir("hostile");
+    REQUIRE(::mkfifo((d / "model.safetensors").c_str(), 0600) == 0);
+    // Opened without O_NONBLOCK, a FIFO with no writer would block here forever.
+    CHECK_THROWS_WITH_AS(Checkpoint::open(d), doctest::Contains("FIFO"), UserError);
+    fs::remove(d / "model.safetensors");
+    fs::create_directory(d / "model.safetensors");
+    CHECK_THROWS_WITH_AS(Checkpoint::open(d), doctest::Contains("is a folder"), UserError);
+    fs::remove(d / "model.safetensors");
+    // A valid shard, but outside the folder: refused by name and through a symlink.
+    fs::path other = temp_dir("hostile_outside");
+    write_st(other / "x.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+    auto index_naming = [&](const std::string& shard) {
+        std::ofstream(d / "model.safetensors.index.json") << R"({"weight_map":{"w":)" << Json(shard).dump() << "}}";
+    };
+    for (const std::string& shard : {"../" + other.filename().string() + "/x.safetensors",
+                                     (other / "x.safetensors").string()}) {
+        index_naming(shard);
+        CHECK_THROWS_WITH_AS(Checkpoint::open(d), doctest::Contains("not a file name inside"), UserError);
+    }
+    fs::create_symlink(other / "x.safetensors", d / "link.safetensors");
+    index_naming("link.safetensors");
+    CHECK_THROWS_WITH_AS(Checkpoint::open(d), doctest::Contains("leads outside the model folder"), UserError);
+    fs::copy_file(other / "x.safetensors", d / "inside.safetensors");
+    index_naming("inside.safetensors");
+    CHECK(Checkpoint::open(d).find("w") != nullptr);  // the same shard inside is read
+    fs::remove_all(d);
+    fs::remove_all(other);
 }
 
 TEST_CASE("engine.config.synthetic_presets") {

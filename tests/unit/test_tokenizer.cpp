@@ -351,7 +351,7 @@ TEST_CASE("engine.tokenizer.bad_json") {
         }
         return std::string();
     };
-    contains(open_error(fixture("no_such_tokenizer.json")), "not found");
+    contains(open_error(fixture("no_such_tokenizer.json")), "cannot open");
     contains(open_error(fixture("")), "is a folder");
     contains(open_error(fixture("broken.json")), "not valid JSON");
 
@@ -386,9 +386,20 @@ TEST_CASE("engine.tokenizer.bad_json") {
              "MergedWithPrevious");
     contains(variant([](json& j) { j["model"]["merges"].push_back("q zz"); }), "\"zz\", which is not in model.vocab");
     contains(variant([](json& j) { j["model"]["merges"].push_back("a b c"); }), "merge #16");
-    contains(variant([](json& j) { j["model"]["vocab"]["x"] = -3; }), "id -3");
-    contains(variant([](json& j) { j.erase("model"); }), "not a Hugging Face tokenizer.json");
+    contains(variant([](json& j) { j["model"]["vocab"]["x"] = -3; }), "must be an integer in 0..16777215, got the number -3");
+    contains(variant([](json& j) { j.erase("model"); }), "model is missing");
     contains(variant([](json& j) { j["model"]["vocab"] = json::array(); }), "model.vocab");
+    // Wrong types name the key and the type found, never the value (issue #19).
+    contains(variant([](json& j) { j["model"]["vocab"]["x"] = "7"; }), "got a string");
+    contains(variant([](json& j) { j["model"]["merges"].push_back(7); }), "merge #16 is the number 7");
+    contains(variant([](json& j) { j["model"]["unk_token"] = 5; }), "model.unk_token must be a string");
+    contains(variant([](json& j) { j["model"]["vocab"]["x"] = 5555255; }), "token ids reach 5555255");
+    contains(variant([](json& j) { j["added_tokens"][0]["special"] = "yes"; }), "added_tokens[0].special must be");
+    json deep = json::array();
+    for (int i = 0; i < 100; i++) deep = json::array({deep});
+    std::string deep_error = variant([&](json& j) { j["model"]["vocab"]["x"] = deep; });
+    contains(deep_error, "nested deeper than 64 levels");
+    CHECK_MESSAGE(deep_error.size() < 300, "the message echoes the input: ", deep_error.substr(0, 300));
 
     // Accepted: NFC (as the identity) and a BPE without merges.
     CHECK(variant([](json& j) { j["normalizer"] = {{"type", "NFC"}}; }) == "");
