@@ -17,8 +17,8 @@ void validate(const BenchOptions& o, const Engine& e) {
     if (o.repeats < 1) fail("--repeats must be at least 1, got {}", o.repeats);
     if (o.peak_gflops < 0) fail("--peak-gflops must be positive, got {}", o.peak_gflops);
     if (std::int64_t(o.prompt_len) + o.gen > e.max_seq())  // 64-bit: two ints can overflow
-        fail("--prompt-len {} plus --gen {} exceed the {} positions the cache holds (the context "
-             "length, or --max-seq)", o.prompt_len, o.gen, e.max_seq());
+        fail("--prompt-len {} plus --gen {} exceed the context length of {} (the model's, or "
+             "--max-seq)", o.prompt_len, o.gen, e.max_seq());
 }
 
 int process_threads() {

@@ -17,8 +17,8 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     const std::int64_t need = generate_positions(prompt.size(), opts.max_new_tokens);
     if (need > engine.max_seq())
         fail("the prompt ({} tokens) plus {} new tokens need {} positions (the last new token is "
-             "never fed back), more than the {} the cache holds (the context length, or --max-seq): "
-             "shorten the prompt or lower -n",
+             "never fed back), more than the context length of {} (the model's, or "
+             "--max-seq): shorten the prompt or lower -n",
              prompt.size(), opts.max_new_tokens, need, engine.max_seq());
 
     GenerateResult res;
