@@ -1,5 +1,6 @@
 // The CUDA engine: the host side of the GPU backend (C++20, compiled by g++).
-// It uploads the model once, checks every request with the CPU's checks
+// It uploads the model's row-major weights once (never the CPU's packed
+// copy, which a CUDA run does not make), checks every request with the CPU's checks
 // (src/request.hpp), stages the per-row inputs, enqueues the forward pass
 // (gpu/model.cu) and brings the logits back to host memory.
 #include "cuda_engine.hpp"
@@ -18,6 +19,7 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "ops.hpp"
 #include "request.hpp"
 
 namespace pd {
@@ -88,6 +90,7 @@ public:
             PD_CUDA(cudaEventCreate(&ev_stop_));
             blas_ = std::make_unique<gpu::Blas>(stream_);
             upload_model();
+            upload_rope(S);
             cache_ = gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
             use_graphs_ = graphs_enabled_by_env();
@@ -210,9 +213,10 @@ private:
 
     std::size_t weight_bytes_on_device() const {
         const Weights& w = model_->w;
-        auto lin = [](const Linear& L) { return L.weight_bytes() + L.bias.size() * sizeof(float); };
-        std::size_t n = (w.tok_emb.size() + w.pos_emb.size() + w.norm_f_w.size() + w.norm_f_b.size() +
-                         model_->rope_cos.size() + model_->rope_sin.size()) * sizeof(float);
+        const std::size_t per_weight = bytes_per_weight(w.precision);
+        auto lin = [&](const Matrix& m) { return std::size_t(m.in) * m.out * per_weight + m.bias.size() * sizeof(float); };
+        std::size_t n = (w.tok_emb.size() + w.pos_emb.size() + w.norm_f_w.size() + w.norm_f_b.size()) *
+                        sizeof(float);
         for (const LayerWeights& L : w.layers)
             n += lin(L.qkv) + lin(L.attn_out) + lin(L.mlp_in) + lin(L.mlp_out) +
                  (L.norm1_w.size() + L.norm1_b.size() + L.norm2_w.size() + L.norm2_b.size()) * sizeof(float);
@@ -225,8 +229,9 @@ private:
         std::size_t free_b = 0, total_b = 0;
         PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
         const double weights = double(weight_bytes_on_device());
+        const std::size_t rope = c.family == Family::llama ? std::size_t(S) * c.head_dim * sizeof(float) : 0;
         const double cache = double(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim,
-                                             std::size_t(batch) * S, sizeof(float)));
+                                             std::size_t(batch) * S, sizeof(float)) + rope);
         if (weights + cache > double(free_b))
             fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
                  "for batch {} x {} positions) but {} has {:.2f} GiB free: try --precision bf16, a "
@@ -238,28 +243,27 @@ private:
     // f32 weights with a tied head: the head is the embedding, keep one copy.
     bool head_shares_embedding() const {
         const Weights& w = model_->w;
-        return model_->config.tied_head && w.head.precision == Precision::f32 && w.head.bias.empty();
+        return w.head.w.empty() && w.precision == Precision::f32 && w.head.bias.empty();
     }
 
-    gpu::DeviceLinear upload(const Linear& L) {
+    // cuBLAS takes the loaded row-major (out, in) matrix as it is; bf16
+    // models round it here, as the CPU's packing does (f32_to_bf16).
+    gpu::DeviceLinear upload(const Matrix& m, const std::vector<float>& rows) {
         gpu::DeviceLinear d;
-        d.in = L.in;
-        d.out = L.out;
-        d.bf16 = L.precision == Precision::bf16;
-        const std::size_t n = std::size_t(L.in) * L.out;
-        // The CPU keeps the decode copy in column panels; cuBLAS takes row-major.
+        d.in = m.in;
+        d.out = m.out;
+        d.bf16 = model_->w.precision == Precision::bf16;
+        PD_GPU_REQUIRE(rows.size() == std::size_t(m.in) * m.out);
         if (d.bf16) {
-            const std::vector<bf16> rows = linear_rows_bf16(L);
-            PD_GPU_REQUIRE(rows.size() == n);
-            d.w = arena_.upload(rows);
+            std::vector<bf16> rounded(rows.size());
+            for (std::size_t i = 0; i < rows.size(); i++) rounded[i] = f32_to_bf16(rows[i]);
+            d.w = arena_.upload(rounded);
         } else {
-            const std::vector<float> rows = linear_rows_f32(L);
-            PD_GPU_REQUIRE(rows.size() == n);
             d.w = arena_.upload(rows);
         }
-        if (!L.bias.empty()) {
-            PD_GPU_REQUIRE(L.bias.size() == std::size_t(L.out));
-            d.bias = arena_.upload(L.bias);
+        if (!m.bias.empty()) {
+            PD_GPU_REQUIRE(m.bias.size() == std::size_t(m.out));
+            d.bias = arena_.upload(m.bias);
         }
         return d;
     }
@@ -285,10 +289,10 @@ private:
             d.norm1_b = upload_opt(L.norm1_b);
             d.norm2_w = upload_opt(L.norm2_w);
             d.norm2_b = upload_opt(L.norm2_b);
-            d.qkv = upload(L.qkv);
-            d.attn_out = upload(L.attn_out);
-            d.mlp_in = upload(L.mlp_in);
-            d.mlp_out = upload(L.mlp_out);
+            d.qkv = upload(L.qkv, L.qkv.w);
+            d.attn_out = upload(L.attn_out, L.attn_out.w);
+            d.mlp_in = upload(L.mlp_in, L.mlp_in.w);
+            d.mlp_out = upload(L.mlp_out, L.mlp_out.w);
             // Every product of a model has the same precision: forward() relies on it.
             for (const gpu::DeviceLinear* x : {&d.qkv, &d.attn_out, &d.mlp_in, &d.mlp_out})
                 PD_GPU_REQUIRE(x->bf16 == dm_.bf16);
@@ -300,12 +304,21 @@ private:
             dm_.head.in = w.head.in, dm_.head.out = w.head.out, dm_.head.bf16 = false;
             dm_.head.w = dm_.tok_emb;
         } else {
-            dm_.head = upload(w.head);
+            dm_.head = upload(w.head, head_rows(w));
         }
         PD_GPU_REQUIRE(dm_.head.bf16 == dm_.bf16);
-        dm_.rope_cos = upload_opt(model_->rope_cos);
-        dm_.rope_sin = upload_opt(model_->rope_sin);
-        if (s.llama) PD_GPU_REQUIRE(dm_.rope_cos != nullptr && dm_.rope_sin != nullptr);
+    }
+
+    // Rotary tables for the S positions the cache holds (Llama), not the
+    // model's whole context: (S, head_dim/2) each.
+    void upload_rope(int S) {
+        const Config& c = model_->config;
+        if (c.family != Family::llama) return;
+        const std::size_t n = std::size_t(S) * (c.head_dim / 2);
+        std::vector<float> cos_table(n), sin_table(n);
+        rope_tables(cos_table.data(), sin_table.data(), S, c.head_dim, c.rope_theta);
+        dm_.rope_cos = arena_.upload(cos_table);
+        dm_.rope_sin = arena_.upload(sin_table);
     }
 
     // Copies this pass's token / slot / pos rows to the device (before the

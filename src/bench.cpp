@@ -16,9 +16,9 @@ void validate(const BenchOptions& o, const Engine& e) {
     if (o.warmup < 0) fail("--warmup must be >= 0, got {}", o.warmup);
     if (o.repeats < 1) fail("--repeats must be at least 1, got {}", o.repeats);
     if (o.peak_gflops < 0) fail("--peak-gflops must be positive, got {}", o.peak_gflops);
-    if (o.prompt_len + o.gen > e.max_seq())
-        fail("--prompt-len {} plus --gen {} exceed the context length of {}", o.prompt_len, o.gen,
-             e.max_seq());
+    if (std::int64_t(o.prompt_len) + o.gen > e.max_seq())  // 64-bit: two ints can overflow
+        fail("--prompt-len {} plus --gen {} exceed the context length of {} (the model's, or "
+             "--max-seq)", o.prompt_len, o.gen, e.max_seq());
 }
 
 int process_threads() {

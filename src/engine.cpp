@@ -26,7 +26,9 @@ public:
     CpuEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
         : model_(std::move(m)),
           cache_(make_kv_cache(*model_, o.batch, o.max_seq)),
-          state_(make_run_state(model_->config, std::max(o.batch, 1))) {}
+          state_(make_run_state(model_->config, std::max(o.batch, 1))) {
+        cpu_weights(*model_);  // pack the matrices now (once per model), not in the first timed pass
+    }
 
     const Config& config() const override { return model_->config; }
     Device device() const override { return Device::cpu; }

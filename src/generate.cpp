@@ -14,10 +14,11 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     if (opts.max_new_tokens < 0) fail("the number of tokens to generate must be >= 0, got {}", opts.max_new_tokens);
     check_tokens(c, prompt);
     // The last new token is sampled, never fed back: it takes no position.
-    const long need = long(prompt.size()) + std::max(opts.max_new_tokens - 1, 0);
+    const std::int64_t need = generate_positions(prompt.size(), opts.max_new_tokens);
     if (need > engine.max_seq())
         fail("the prompt ({} tokens) plus {} new tokens need {} positions (the last new token is "
-             "never fed back), more than the context length of {}: shorten the prompt or lower -n",
+             "never fed back), more than the context length of {} (the model's, or "
+             "--max-seq): shorten the prompt or lower -n",
              prompt.size(), opts.max_new_tokens, need, engine.max_seq());
 
     GenerateResult res;
@@ -71,6 +72,10 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     if (res.generated_ids.size() > 1)
         res.tpot_ms = (res.total_ms - res.ttft_ms) / double(res.generated_ids.size() - 1);
     return res;
+}
+
+std::int64_t generate_positions(std::size_t prompt_len, int max_new_tokens) {
+    return std::int64_t(prompt_len) + std::max(max_new_tokens - 1, 0);
 }
 
 std::string format_trace(const std::vector<TraceRow>& rows) {

@@ -2,6 +2,7 @@
 // recording a trace of every phase and how long each took.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -49,6 +50,10 @@ struct GenerateResult {
 // (the last new token is never fed back). The slot is reset first.
 GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opts,
                         const std::function<void(int)>& on_token = {});
+
+// Cache positions that generating `max_new_tokens` after a prompt of
+// `prompt_len` takes: P + n - 1 (the last new token is never fed back), at least P.
+std::int64_t generate_positions(std::size_t prompt_len, int max_new_tokens);
 
 // The trace as an aligned text table.
 std::string format_trace(const std::vector<TraceRow>& rows);

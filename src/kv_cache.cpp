@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "host_memory.hpp"
 #include "request.hpp"
 
 namespace pd {
@@ -12,7 +13,11 @@ KVCache make_kv_cache(int n_layers, int batch, int n_kv_heads, int max_seq, int 
     KVCache c;
     c.n_layers = n_layers, c.batch = batch, c.n_kv_heads = n_kv_heads;
     c.max_seq = max_seq, c.head_dim = head_dim;
-    std::size_t n = std::size_t(n_layers) * batch * n_kv_heads * max_seq * head_dim;
+    const std::size_t n = std::size_t(n_layers) * batch * n_kv_heads * max_seq * head_dim;
+    check_fits_in_memory(c.capacity_bytes(),
+                         fmt::format("a KV cache of {} sequence(s) x {} positions", batch, max_seq),
+                         "ask for fewer positions (a shorter prompt, fewer new tokens, a smaller "
+                         "--max-seq) or fewer sequences (--batch)");
     c.k.assign(n, 0.0f);
     c.v.assign(n, 0.0f);
     c.seq_len.assign(batch, 0);

@@ -20,6 +20,9 @@ struct KVCache {
     std::vector<float> k;     // (layer, batch, n_kv_heads, max_seq, head_dim)
     std::vector<float> v;     // (layer, batch, n_kv_heads, max_seq, head_dim)
     std::vector<int> seq_len; // (batch) usable positions per sequence
+    // Rotary angles of the positions the cache holds (Llama only, filled by
+    // model.hpp's make_kv_cache): sized to max_seq, not to the model's context.
+    std::vector<float> rope_cos, rope_sin;  // (max_seq, head_dim/2)
 
     std::size_t bytes_per_elem() const { return sizeof(float); }
     // Bytes the cache holds for `tokens` positions of one sequence: 2 * L * H_kv * D * bytes.
@@ -29,6 +32,8 @@ struct KVCache {
     std::size_t capacity_bytes() const { return bytes_for_tokens(std::size_t(batch) * max_seq); }
 };
 
+// Refuses (UserError) a cache larger than the memory available, naming its
+// size, before allocating it.
 KVCache make_kv_cache(int n_layers, int batch, int n_kv_heads, int max_seq, int head_dim);
 
 // One cached row: head_dim floats for (layer, sequence b, kv head h, position pos).

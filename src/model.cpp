@@ -1,7 +1,5 @@
 #include "model.hpp"
 
-#include <omp.h>
-
 #include <cstring>
 #include <mutex>
 
@@ -12,23 +10,13 @@
 namespace pd {
 
 Model make_model(Config config, Weights w, Precision precision) {
-    Model m{std::move(config), precision, std::move(w), {}, {}};
-    const Config& c = m.config;
-    // Decode streams the matrices in this order, step after step: lay each
-    // thread's share of them out back to back (one stream per thread).
-    std::vector<Linear*> in_decode_order;
-    for (LayerWeights& L : m.w.layers)
-        for (Linear* lin : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out}) in_decode_order.push_back(lin);
-    in_decode_order.push_back(&m.w.head);
-    arrange_for_decode(in_decode_order, omp_get_max_threads());
-    if (c.family == Family::llama) {
-        std::size_t n = std::size_t(c.max_seq_len) * (c.head_dim / 2);
-        m.rope_cos.resize(n);
-        m.rope_sin.resize(n);
-        rope_tables(m.rope_cos.data(), m.rope_sin.data(), c.max_seq_len, c.head_dim, c.rope_theta);
-    }
-    return m;
+    if (w.precision != precision)
+        fail("internal error: weights prepared for {} in a {} model", precision_name(w.precision),
+             precision_name(precision));
+    return Model{std::move(config), precision, std::move(w)};
 }
+
+const CpuWeights& cpu_weights(const Model& m) { return m.cpu->get(m.w); }
 
 static void size_run_state(RunState& st, const Config& c, int rows) {
     std::size_t R = std::size_t(rows);
@@ -61,8 +49,15 @@ RunState make_run_state(const Config& c, int capacity) {
 
 KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
     const Config& c = m.config;
-    int S = max_seq > 0 ? std::min(max_seq, c.max_seq_len) : c.max_seq_len;
-    return make_kv_cache(c.n_layers, batch, c.n_kv_heads, S, c.head_dim);
+    const int S = max_seq > 0 ? std::min(max_seq, c.max_seq_len) : c.max_seq_len;
+    KVCache cache = make_kv_cache(c.n_layers, batch, c.n_kv_heads, S, c.head_dim);
+    if (c.family == Family::llama) {
+        const std::size_t n = std::size_t(S) * (c.head_dim / 2);
+        cache.rope_cos.resize(n);
+        cache.rope_sin.resize(n);
+        rope_tables(cache.rope_cos.data(), cache.rope_sin.data(), S, c.head_dim, c.rope_theta);
+    }
+    return cache;
 }
 
 namespace {
@@ -83,6 +78,7 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
     std::lock_guard lock(forward_mutex);
     const Config& c = m.config;
     const Weights& w = m.w;
+    const CpuWeights& packed = cpu_weights(m);  // the same matrices, in the CPU kernels' layouts
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
     const int qkv_stride = Q + 2 * KV;
     const bool llama = c.family == Family::llama;
@@ -97,20 +93,21 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
 
     for (int l = 0; l < c.n_layers; l++) {
         const LayerWeights& L = w.layers[l];
+        const CpuLayer& P = packed.layers[l];
 
         // 2. Attention sublayer input: xn = norm(x).
         if (llama) rmsnorm(st.xn.data(), x, L.norm1_w.data(), rows, D, c.norm_eps);
         else layernorm(st.xn.data(), x, L.norm1_w.data(), L.norm1_b.data(), rows, D, c.norm_eps);
 
         // 3. Project to queries, keys and values: (rows, D) -> (rows, Q + 2 KV).
-        linear_forward(L.qkv, st.xn.data(), rows, st.qkv.data());
+        linear_forward(P.qkv, st.xn.data(), rows, st.qkv.data());
 
         // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
         if (llama) {
             rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, st.pos.data(),
-                 m.rope_cos.data(), m.rope_sin.data());
+                 cache.rope_cos.data(), cache.rope_sin.data());
             rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, st.pos.data(),
-                 m.rope_cos.data(), m.rope_sin.data());
+                 cache.rope_cos.data(), cache.rope_sin.data());
         }
 
         // 5. Append each row's K and V to its sequence's cache, at its position.
@@ -131,13 +128,13 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
                              rows, c.n_heads);
 
         // 7. Output projection and residual: x += att @ Wo^T.
-        linear_forward(L.attn_out, st.att.data(), rows, st.proj.data());
+        linear_forward(P.attn_out, st.att.data(), rows, st.proj.data());
         add_inplace(x, st.proj.data(), std::size_t(rows) * D);
 
         // 8. MLP sublayer: x += mlp(norm(x)).
         if (llama) rmsnorm(st.xn.data(), x, L.norm2_w.data(), rows, D, c.norm_eps);
         else layernorm(st.xn.data(), x, L.norm2_w.data(), L.norm2_b.data(), rows, D, c.norm_eps);
-        linear_forward(L.mlp_in, st.xn.data(), rows, st.mlp_h.data());
+        linear_forward(P.mlp_in, st.xn.data(), rows, st.mlp_h.data());
         const float* act = st.mlp_h.data();
         if (llama) {
             swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F);  // silu(gate) * up
@@ -145,7 +142,7 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
         } else {
             gelu_tanh(st.mlp_h.data(), std::size_t(rows) * F);    // in place
         }
-        linear_forward(L.mlp_out, act, rows, st.proj.data());
+        linear_forward(P.mlp_out, act, rows, st.proj.data());
         add_inplace(x, st.proj.data(), std::size_t(rows) * D);
     }
 
@@ -159,7 +156,7 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
         if (llama) rmsnorm(o, xr, w.norm_f_w.data(), 1, D, c.norm_eps);
         else layernorm(o, xr, w.norm_f_w.data(), w.norm_f_b.data(), 1, D, c.norm_eps);
     }
-    linear_forward(w.head, st.kept.data(), kept, st.logits.data());
+    linear_forward(packed.head, st.kept.data(), kept, st.logits.data());
     return st.logits.data();
 }
 

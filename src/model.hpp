@@ -18,17 +18,22 @@
 #include "config.hpp"
 #include "kv_cache.hpp"
 #include "weights.hpp"
+#include "weights_cpu.hpp"
 
 namespace pd {
 
 struct Model {
     Config config;
     Precision precision = Precision::f32;
-    Weights w;
-    std::vector<float> rope_cos, rope_sin;  // (max_seq, head_dim/2), Llama only
+    Weights w;  // as loaded: row-major f32 (the CUDA engine uploads these)
+    std::shared_ptr<CpuWeightsOnce> cpu = std::make_shared<CpuWeightsOnce>();  // see cpu_weights()
 };
 
 Model make_model(Config config, Weights w, Precision precision);
+
+// The matrices packed for the CPU kernels: made by the first call (a CPU
+// engine's construction, or the first CPU forward pass), shared after that.
+const CpuWeights& cpu_weights(const Model& m);
 
 // Scratch for one forward pass of up to `capacity` rows (tokens). Sized once
 // for `capacity` rows, logits included: a decode step never allocates. A
@@ -53,6 +58,9 @@ struct RunState {
 
 RunState make_run_state(const Config& c, int capacity);
 
+// A cache of `batch` sequences of `max_seq` positions each (0, or more than
+// the model's context: the context), with the rotary tables for those
+// positions. Size it to the request: a model's context can be 128k positions.
 KVCache make_kv_cache(const Model& m, int batch, int max_seq = 0);
 
 // Which logits prefill returns: the last prompt position's (the one that picks

@@ -39,13 +39,17 @@ std::vector<float> transpose(const std::vector<float>& a, int rows, int cols) {
     return t;
 }
 
+Matrix matrix(std::vector<float> w, std::vector<float> bias, int in, int out) {
+    return Matrix{in, out, std::move(w), std::move(bias)};
+}
+
 std::vector<float> concat(std::initializer_list<const std::vector<float>*> parts) {
     std::vector<float> out;
     for (auto* p : parts) out.insert(out.end(), p->begin(), p->end());
     return out;
 }
 
-Weights load_gpt2(const Checkpoint& ck, const Config& c, Precision prec, const Progress& progress) {
+Weights load_gpt2(const Checkpoint& ck, const Config& c, const Progress& progress) {
     // Checkpoints come with bare names (h.0.attn...) or prefixed (transformer.h.0.attn...).
     std::string p = ck.find("transformer.wte.weight") ? "transformer." : "";
     TensorReader r{ck, c};
@@ -58,26 +62,26 @@ Weights load_gpt2(const Checkpoint& ck, const Config& c, Precision prec, const P
         LayerWeights L;
         L.norm1_w = r.f32(h + "ln_1.weight", {D});
         L.norm1_b = r.f32(h + "ln_1.bias", {D});
-        L.qkv = make_linear(transpose(r.f32(h + "attn.c_attn.weight", {D, 3 * D}), D, 3 * D),
-                            r.f32(h + "attn.c_attn.bias", {3 * D}), D, 3 * D, prec);
-        L.attn_out = make_linear(transpose(r.f32(h + "attn.c_proj.weight", {D, D}), D, D),
-                                 r.f32(h + "attn.c_proj.bias", {D}), D, D, prec);
+        L.qkv = matrix(transpose(r.f32(h + "attn.c_attn.weight", {D, 3 * D}), D, 3 * D),
+                       r.f32(h + "attn.c_attn.bias", {3 * D}), D, 3 * D);
+        L.attn_out = matrix(transpose(r.f32(h + "attn.c_proj.weight", {D, D}), D, D),
+                            r.f32(h + "attn.c_proj.bias", {D}), D, D);
         L.norm2_w = r.f32(h + "ln_2.weight", {D});
         L.norm2_b = r.f32(h + "ln_2.bias", {D});
-        L.mlp_in = make_linear(transpose(r.f32(h + "mlp.c_fc.weight", {D, F}), D, F),
-                               r.f32(h + "mlp.c_fc.bias", {F}), D, F, prec);
-        L.mlp_out = make_linear(transpose(r.f32(h + "mlp.c_proj.weight", {F, D}), F, D),
-                                r.f32(h + "mlp.c_proj.bias", {D}), F, D, prec);
+        L.mlp_in = matrix(transpose(r.f32(h + "mlp.c_fc.weight", {D, F}), D, F),
+                          r.f32(h + "mlp.c_fc.bias", {F}), D, F);
+        L.mlp_out = matrix(transpose(r.f32(h + "mlp.c_proj.weight", {F, D}), F, D),
+                           r.f32(h + "mlp.c_proj.bias", {D}), F, D);
         w.layers.push_back(std::move(L));
         if (progress) progress(l + 1, c.n_layers);
     }
     w.norm_f_w = r.f32(p + "ln_f.weight", {D});
     w.norm_f_b = r.f32(p + "ln_f.bias", {D});
-    w.head = make_linear(w.tok_emb, {}, D, c.vocab_size, prec);  // GPT-2's head is always tied
+    w.head = matrix({}, {}, D, c.vocab_size);  // GPT-2's head is always tied: tok_emb
     return w;
 }
 
-Weights load_llama(const Checkpoint& ck, const Config& c, Precision prec, const Progress& progress) {
+Weights load_llama(const Checkpoint& ck, const Config& c, const Progress& progress) {
     TensorReader r{ck, c};
     const int D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
     Weights w;
@@ -89,24 +93,24 @@ Weights load_llama(const Checkpoint& ck, const Config& c, Precision prec, const 
         auto q = r.f32(h + "self_attn.q_proj.weight", {Q, D});
         auto k = r.f32(h + "self_attn.k_proj.weight", {KV, D});
         auto v = r.f32(h + "self_attn.v_proj.weight", {KV, D});
-        L.qkv = make_linear(concat({&q, &k, &v}), {}, D, Q + 2 * KV, prec);
-        L.attn_out = make_linear(r.f32(h + "self_attn.o_proj.weight", {D, Q}), {}, Q, D, prec);
+        L.qkv = matrix(concat({&q, &k, &v}), {}, D, Q + 2 * KV);
+        L.attn_out = matrix(r.f32(h + "self_attn.o_proj.weight", {D, Q}), {}, Q, D);
         L.norm2_w = r.f32(h + "post_attention_layernorm.weight", {D});
         auto gate = r.f32(h + "mlp.gate_proj.weight", {F, D});
         auto up = r.f32(h + "mlp.up_proj.weight", {F, D});
-        L.mlp_in = make_linear(concat({&gate, &up}), {}, D, 2 * F, prec);
-        L.mlp_out = make_linear(r.f32(h + "mlp.down_proj.weight", {D, F}), {}, F, D, prec);
+        L.mlp_in = matrix(concat({&gate, &up}), {}, D, 2 * F);
+        L.mlp_out = matrix(r.f32(h + "mlp.down_proj.weight", {D, F}), {}, F, D);
         w.layers.push_back(std::move(L));
         if (progress) progress(l + 1, c.n_layers);
     }
     w.norm_f_w = r.f32("model.norm.weight", {D});
     if (c.tied_head) {
-        w.head = make_linear(w.tok_emb, {}, D, c.vocab_size, prec);
+        w.head = matrix({}, {}, D, c.vocab_size);  // tied: tok_emb
     } else {
         if (!ck.find("lm_head.weight"))
             fail("the checkpoint has no \"lm_head.weight\" but config.json says "
                  "tie_word_embeddings is false; set it to true if the head shares the embedding");
-        w.head = make_linear(r.f32("lm_head.weight", {c.vocab_size, D}), {}, D, c.vocab_size, prec);
+        w.head = matrix(r.f32("lm_head.weight", {c.vocab_size, D}), {}, D, c.vocab_size);
     }
     return w;
 }
@@ -136,11 +140,12 @@ std::vector<float> random_uniform(std::size_t n, float stdev, std::uint64_t seed
 
 Weights load_weights(const Checkpoint& ck, const Config& c, Precision precision,
                      const Progress& progress) {
-    return c.family == Family::gpt2 ? load_gpt2(ck, c, precision, progress)
-                                    : load_llama(ck, c, precision, progress);
+    Weights w = c.family == Family::gpt2 ? load_gpt2(ck, c, progress) : load_llama(ck, c, progress);
+    w.precision = precision;
+    return w;
 }
 
-Weights synthetic_weights(const Config& c, Precision prec, unsigned long long seed,
+Weights synthetic_weights(const Config& c, Precision precision, unsigned long long seed,
                           const Progress& progress) {
     const int D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
     const bool gpt2 = c.family == Family::gpt2;
@@ -150,35 +155,37 @@ Weights synthetic_weights(const Config& c, Precision prec, unsigned long long se
     auto ones = [](int n) { return std::vector<float>(std::size_t(n), 1.0f); };
     auto zeros = [](int n) { return std::vector<float>(std::size_t(n), 0.0f); };
     Weights w;
+    w.precision = precision;
     w.tok_emb = rnd(std::size_t(c.vocab_size) * D);
     if (gpt2) w.pos_emb = rnd(std::size_t(c.max_seq_len) * D);
     for (int l = 0; l < c.n_layers; l++) {
         LayerWeights L;
         L.norm1_w = ones(D), L.norm2_w = ones(D);
         if (gpt2) L.norm1_b = zeros(D), L.norm2_b = zeros(D);
-        L.qkv = make_linear(rnd(std::size_t(Q + 2 * KV) * D), gpt2 ? zeros(Q + 2 * KV) : std::vector<float>{},
-                            D, Q + 2 * KV, prec);
-        L.attn_out = make_linear(rnd(std::size_t(D) * Q), gpt2 ? zeros(D) : std::vector<float>{}, Q, D, prec);
+        L.qkv = matrix(rnd(std::size_t(Q + 2 * KV) * D), gpt2 ? zeros(Q + 2 * KV) : std::vector<float>{},
+                       D, Q + 2 * KV);
+        L.attn_out = matrix(rnd(std::size_t(D) * Q), gpt2 ? zeros(D) : std::vector<float>{}, Q, D);
         int mlp_rows = gpt2 ? F : 2 * F;
-        L.mlp_in = make_linear(rnd(std::size_t(mlp_rows) * D), gpt2 ? zeros(F) : std::vector<float>{},
-                               D, mlp_rows, prec);
-        L.mlp_out = make_linear(rnd(std::size_t(D) * F), gpt2 ? zeros(D) : std::vector<float>{}, F, D, prec);
+        L.mlp_in = matrix(rnd(std::size_t(mlp_rows) * D), gpt2 ? zeros(F) : std::vector<float>{},
+                          D, mlp_rows);
+        L.mlp_out = matrix(rnd(std::size_t(D) * F), gpt2 ? zeros(D) : std::vector<float>{}, F, D);
         w.layers.push_back(std::move(L));
         if (progress) progress(l + 1, c.n_layers);
     }
     w.norm_f_w = ones(D);
     if (gpt2) w.norm_f_b = zeros(D);
-    w.head = make_linear(c.tied_head ? w.tok_emb : rnd(std::size_t(c.vocab_size) * D), {}, D,
-                         c.vocab_size, prec);
+    w.head = matrix(c.tied_head ? std::vector<float>{} : rnd(std::size_t(c.vocab_size) * D), {}, D,
+                    c.vocab_size);
     return w;
 }
 
+const std::vector<float>& head_rows(const Weights& w) { return w.head.w.empty() ? w.tok_emb : w.head.w; }
+
 std::size_t matmul_weight_bytes(const Weights& w) {
-    std::size_t n = w.head.weight_bytes();
+    std::size_t elems = std::size_t(w.head.in) * w.head.out;
     for (auto& L : w.layers)
-        n += L.qkv.weight_bytes() + L.attn_out.weight_bytes() + L.mlp_in.weight_bytes() +
-             L.mlp_out.weight_bytes();
-    return n;
+        for (const Matrix* m : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out}) elems += std::size_t(m->in) * m->out;
+    return elems * bytes_per_weight(w.precision);
 }
 
 }  // namespace pd

@@ -1,4 +1,8 @@
-// The model's parameters, loaded from a checkpoint or made up from a seed.
+// The model's parameters, loaded from a checkpoint or made up from a seed,
+// row-major and in f32, as loaded. Each backend prepares its own copy of the
+// matrices from these (as calm's prepare()/prepare_cuda()): the CPU packs
+// panels and oneDNN layouts (weights_cpu.hpp), the CUDA engine uploads the
+// rows as they are (gpu/cuda_engine.cpp).
 #pragma once
 
 #include <functional>
@@ -6,27 +10,38 @@
 #include <vector>
 
 #include "config.hpp"
-#include "matmul.hpp"
+#include "matmul.hpp"  // Precision
 #include "safetensors.hpp"
 
 namespace pd {
 
+// The weights of one linear layer y = x @ W^T + b.
+struct Matrix {
+    int in = 0, out = 0;
+    std::vector<float> w;     // (out, in) row-major
+    std::vector<float> bias;  // (out), or empty
+};
+
 struct LayerWeights {
     std::vector<float> norm1_w, norm1_b;  // (dim); the bias only for GPT-2's LayerNorm
-    Linear qkv;                           // (q_dim + 2*kv_dim, dim): rows [q | k | v]
-    Linear attn_out;                      // (dim, q_dim)
+    Matrix qkv;                           // (q_dim + 2*kv_dim, dim): rows [q | k | v]
+    Matrix attn_out;                      // (dim, q_dim)
     std::vector<float> norm2_w, norm2_b;  // (dim)
-    Linear mlp_in;                        // llama: (2*hidden, dim) rows [gate | up]; gpt2: (hidden, dim)
-    Linear mlp_out;                       // (dim, hidden)
+    Matrix mlp_in;                        // llama: (2*hidden, dim) rows [gate | up]; gpt2: (hidden, dim)
+    Matrix mlp_out;                       // (dim, hidden)
 };
 
 struct Weights {
+    Precision precision = Precision::f32;  // what the backends prepare the matrices in
     std::vector<float> tok_emb;           // (vocab, dim) token embedding
     std::vector<float> pos_emb;           // (max_seq, dim) learned positions, GPT-2 only
     std::vector<LayerWeights> layers;     // (n_layers)
     std::vector<float> norm_f_w, norm_f_b;  // (dim) final norm
-    Linear head;                          // (vocab, dim) output head (a copy of tok_emb when tied)
+    Matrix head;                          // (vocab, dim) output head; head.w empty when tied to tok_emb
 };
+
+// The output head's rows (vocab, dim): tok_emb when tied, else head.w.
+const std::vector<float>& head_rows(const Weights& w);
 
 // Called with (done, total) while loading, for a progress display.
 using Progress = std::function<void(int done, int total)>;
@@ -40,7 +55,8 @@ Weights load_weights(const Checkpoint& ck, const Config& c, Precision precision,
 Weights synthetic_weights(const Config& c, Precision precision, unsigned long long seed,
                           const Progress& progress = {});
 
-// Bytes of the matrix weights a decode step reads (every Linear, head included).
+// Bytes of the matrix weights a decode step reads (every Matrix, head
+// included) once prepared in w.precision.
 std::size_t matmul_weight_bytes(const Weights& w);
 
 }  // namespace pd

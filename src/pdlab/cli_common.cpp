@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -23,6 +24,10 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
                     "build or machine has none)")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
+    app->add_option("--max-seq", o.max_seq,
+                    "positions per sequence the KV cache holds (default: what the command needs, "
+                    "e.g. prompt + new tokens; never more than the model's context)")
+        ->check(CLI::Range(1, 1 << 30).description("(1 or more)"));
     if (with_json) app->add_option("--json", o.json, "also write the results to this JSON file");
 }
 
@@ -48,15 +53,25 @@ void apply_runtime(const CommonOptions& o) {
         fail("--device cuda is not available: {}. Use --device cpu.", why);
 }
 
-Session open_session(const CommonOptions& o, int batch, int max_seq) {
+Session load_session(const CommonOptions& o) {
     apply_runtime(o);
     Session s;
     s.loaded = load_model(o.model, parse_precision(o.precision));
+    return s;
+}
+
+void start_engine(Session& s, const CommonOptions& o, int batch, std::int64_t positions) {
+    const int context = s.loaded.model->config.max_seq_len;
     EngineOptions eo;
     eo.device = parse_device(o.device);
     eo.batch = batch;
-    eo.max_seq = max_seq;
+    eo.max_seq = o.max_seq > 0 ? o.max_seq : int(std::clamp<std::int64_t>(positions, 0, context));
     s.engine = make_engine(s.loaded.model, eo);
+}
+
+Session open_session(const CommonOptions& o, int batch, int max_seq) {
+    Session s = load_session(o);
+    start_engine(s, o, batch, max_seq);
     return s;
 }
 

@@ -1,6 +1,7 @@
 // Options every pdlab subcommand shares, and the helpers that act on them.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +20,10 @@ struct CommonOptions {
     std::string precision = "f32";
     std::string device = "cpu";
     std::string json;                // write machine-readable results here
+    int max_seq = 0;                 // --max-seq: cache positions per sequence (0: what the command needs)
 };
 
-// --model, --threads, --precision, --device (and --json when `with_json`).
+// --model, --threads, --precision, --device, --max-seq (and --json when `with_json`).
 void add_common(CLI::App* app, CommonOptions& o, bool with_json = true);
 
 // Prompt given as text or as ids.
@@ -38,7 +40,16 @@ struct Session {
     LoadedModel loaded;
     std::unique_ptr<Engine> engine;
 };
-// Loads --model in --precision and builds the engine for --device.
+// Loads --model in --precision; no engine yet (a command sizes its cache once
+// it knows the request, e.g. after tokenising the prompt).
+Session load_session(const CommonOptions& o);
+
+// Builds the engine for --device with a cache of `batch` sequences of
+// `positions` each (64-bit: P + n can overflow an int): --max-seq when given,
+// else `positions` (0: the model's whole context). Never more than the context.
+void start_engine(Session& s, const CommonOptions& o, int batch, std::int64_t positions);
+
+// load_session + start_engine.
 Session open_session(const CommonOptions& o, int batch = 1, int max_seq = 0);
 
 // "1, 2,3" -> {1, 2, 3}; fails with a message on anything else.

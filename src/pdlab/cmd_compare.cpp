@@ -2,6 +2,8 @@
 // side by side.
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -87,7 +89,7 @@ Command add_compare(CLI::App& app) {
         LoadedModel lm = load_model(o->model, prec);
         EngineOptions eo;
         eo.batch = b.batch;
-        eo.max_seq = b.prompt_len + b.gen;
+        eo.max_seq = int(std::min<std::int64_t>(std::int64_t(b.prompt_len) + b.gen, lm.model->config.max_seq_len));
 
         Side sides[2];
         const Device devices[2] = {Device::cpu, Device::cuda};

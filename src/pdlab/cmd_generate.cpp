@@ -42,9 +42,10 @@ Command add_generate(CLI::App& app) {
     return {sub, [o]() {
         if (o->greedy) o->sampler.temperature = 0.0f;
         validate(o->sampler);
-        Session s = open_session(o->common);
+        Session s = load_session(o->common);
         const Tokenizer& tok = s.loaded.tokenizer;
         std::vector<int> ids = prompt_ids(o->prompt, tok);
+        start_engine(s, o->common, 1, generate_positions(ids.size(), o->n));
         GenerateOptions g;
         g.max_new_tokens = o->n;
         g.sampler = o->sampler;

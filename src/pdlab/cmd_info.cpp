@@ -14,7 +14,8 @@ Command add_info(CLI::App& app) {
         "Example: pdlab info --model synthetic:bench-llama-125m");
     add_common(sub, *o, false);
     return {sub, [o]() {
-        Session s = open_session(*o);
+        Session s = load_session(*o);
+        start_engine(s, *o, 1, 1);  // info runs nothing: a one-position cache, whatever the context
         const Config& c = s.engine->config();
         const Model& m = s.engine->host_model();
         std::size_t kv_token = c.kv_elems_per_token() * sizeof(float);
@@ -34,9 +35,11 @@ Command add_info(CLI::App& app) {
                     double(matmul_weight_bytes(m.w)) / 1e6, precision_name(m.precision));
         std::printf("KV cache         %zu bytes per token (f32), %.1f MB at the full context\n", kv_token,
                     double(kv_token) * c.max_seq_len / 1e6);
+        std::printf("KV cache here    %d position(s) allocated (generate/bench size it to the request)\n",
+                    s.engine->max_seq());
         std::printf("device           %s (%s)\n", device_name(s.engine->device()), s.engine->hardware().c_str());
         if (s.engine->device() == Device::cpu)
-            std::printf("kernels          %s\n", describe_kernels(m.w.layers[0].qkv).c_str());
+            std::printf("kernels          %s\n", describe_kernels(cpu_weights(m).layers[0].qkv).c_str());
         if (s.loaded.file_bytes)
             std::printf("loaded           %.1f MB of checkpoint in %.0f ms\n", double(s.loaded.file_bytes) / 1e6,
                         s.loaded.load_ms);

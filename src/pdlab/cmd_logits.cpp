@@ -22,8 +22,9 @@ Command add_logits(CLI::App& app) {
     add_prompt(sub, o->prompt);
     sub->add_option("--out,-o", o->out, "the .npy file to write")->required();
     return {sub, [o]() {
-        Session s = open_session(o->common);
+        Session s = load_session(o->common);
         std::vector<int> ids = prompt_ids(o->prompt, s.loaded.tokenizer);
+        start_engine(s, o->common, 1, std::int64_t(ids.size()));
         if (long(ids.size()) > s.engine->max_seq())
             fail("the prompt has {} tokens, more than the context length of {}", ids.size(), s.engine->max_seq());
         const float* logits = s.engine->prefill(0, ids, Keep::all);

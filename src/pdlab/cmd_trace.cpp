@@ -25,9 +25,10 @@ Command add_trace(CLI::App& app) {
     sub->add_option("-n,--max-new-tokens", o->n, "tokens to generate")->check(CLI::Range(0, 1 << 20).description("(0 or more)"))->capture_default_str();
     sub->add_flag("--no-cache", o->no_cache, "recompute everything each step (no KV cache)");
     return {sub, [o]() {
-        Session s = open_session(o->common);
-        const Config& c = s.engine->config();
+        Session s = load_session(o->common);
         std::vector<int> ids = prompt_ids(o->prompt, s.loaded.tokenizer);
+        start_engine(s, o->common, 1, generate_positions(ids.size(), o->n));
+        const Config& c = s.engine->config();
         GenerateOptions g;
         g.max_new_tokens = o->n;
         g.use_cache = !o->no_cache;
