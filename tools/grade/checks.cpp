@@ -15,6 +15,10 @@ namespace pd::grade {
 
 namespace {
 
+// The largest --json file of a lab program the grader reads (the lab programs
+// write a few kB; a bigger one is a wrong answer, not a grader crash).
+constexpr std::size_t kMaxOutputJsonBytes = 16 << 20;
+
 std::map<std::string, std::string> run_env(const Context& c) {
     auto env = c.test_env;
     env["PDLAB_TEST_SEED"] = std::to_string(c.seed);
@@ -158,7 +162,10 @@ std::optional<json> read_output_json(const Context& c, const fs::path& json_file
                                      CheckResult& res) {
     json doc;
     try {
-        doc = json::parse(read_file(json_file));
+        std::string why;
+        auto text = read_untrusted(json_file, kMaxOutputJsonBytes, why);
+        if (!text) throw std::runtime_error(why);
+        doc = parse_json_limited(*text);
     } catch (const std::exception& e) {
         res.outcome = out.exit_code == 0 ? Outcome::wrong : Outcome::error;
         res.reason = fs::exists(json_file) ? "the lab program wrote a --json file that is not valid JSON"
@@ -171,7 +178,7 @@ std::optional<json> read_output_json(const Context& c, const fs::path& json_file
     // dumped text through a json value) is read as the JSON it holds.
     if (doc.is_string()) {
         try {
-            json inner = json::parse(doc.get<std::string>());
+            json inner = parse_json_limited(doc.get<std::string>());
             if (inner.is_object() || inner.is_array()) doc = std::move(inner);
         } catch (const std::exception&) {
         }

@@ -115,6 +115,21 @@ void set_work_paths(Context& c) {
     c.work_runs = c.opt.work / "runs";
 }
 
+// One student's failure is one row: whatever grading them throws (a file the
+// grader could not read, a full disk) ends their grading, never the run.
+StudentResult grade_one(const Context& c, const std::string& name, const fs::path& dir, std::size_t i) {
+    try {
+        return grade_student(c, locate(name, dir, c.lab, c.opt.kit), i);
+    } catch (const std::exception& e) {
+        StudentResult r;
+        r.name = name;
+        r.status = "grader error";
+        r.notes.push_back(fmt::format("the grader could not grade this submission: {}", e.what()));
+        r.checks.assign(c.rubric.checks.size(), CheckResult{.outcome = Outcome::not_run, .reason = "not run (grader error)"});
+        return r;
+    }
+}
+
 std::vector<StudentResult> grade_students(const Context& c, const Students& students) {
     std::vector<StudentResult> results;
     const auto& folders = students.folders;
@@ -122,7 +137,7 @@ std::vector<StudentResult> grade_students(const Context& c, const Students& stud
         const auto& [name, dir] = folders[i];
         std::fprintf(stderr, "[%zu/%zu] %s: ", i + 1, folders.size(), name.c_str());
         std::fflush(stderr);
-        StudentResult r = grade_student(c, locate(name, dir, c.lab, c.opt.kit), i);
+        StudentResult r = grade_one(c, name, dir, i);
         int passed = 0;
         for (const auto& ch : r.checks) passed += ch.outcome == Outcome::passed;
         std::fprintf(stderr, "%d/%zu checks, %s/%s points%s\n", passed, r.checks.size(), fmt_points(r.total).c_str(),

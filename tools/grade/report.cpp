@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -12,9 +13,13 @@ namespace pd::grade {
 
 namespace {
 
+// A cell a spreadsheet would run as a formula (= + - @, or a tab or CR first)
+// is quoted and led by a ' so it reads as text: student folder names are
+// the students' choice.
 std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    return fmt::format("\"{}\"", replace_all(s, "\"", "\"\""));
+    bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
+    if (!formula && s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    return fmt::format("\"{}{}\"", formula ? "'" : "", replace_all(s, "\"", "\"\""));
 }
 
 std::string fence(const std::string& text) {
