@@ -33,6 +33,7 @@
 #include "lab.hpp"
 #include "process.hpp"
 #include "reference.hpp"
+#include "sandbox.hpp"
 #include "report.hpp"
 #include "submissions.hpp"
 #include "workdir.hpp"
@@ -60,6 +61,18 @@ void check_submissions(Options& opt) {
         throw UsageError(fmt::format("{}: no such folder (SUBMISSIONS holds one folder per student)",
                                      opt.submissions.string()));
     opt.submissions = fs::weakly_canonical(opt.submissions);
+}
+
+// Probed once: without a sandbox, student code could read the solutions and
+// other students' work, so grading needs the instructor's explicit consent.
+void refuse_without_sandbox(const Options& opt) {
+    if (!opt.sandbox) {
+        say("warning: --unsafe-no-sandbox: student code runs as you, with limits but no sandbox");
+        return;
+    }
+    if (auto why = sandbox_unavailable())
+        throw UsageError(*why + "\n  the grader runs student code only in a sandbox; pass --unsafe-no-sandbox to "
+                                "grade without one (inside a throwaway container or VM)");
 }
 
 // By default next to the submissions, never inside the kit (./kit runs from
@@ -125,7 +138,9 @@ StudentResult grade_one(const Context& c, const std::string& name, const fs::pat
         r.name = name;
         r.status = "grader error";
         r.notes.push_back(fmt::format("the grader could not grade this submission: {}", e.what()));
-        r.checks.assign(c.rubric.checks.size(), CheckResult{.outcome = Outcome::not_run, .reason = "not run (grader error)"});
+        CheckResult not_run;
+        not_run.reason = "not run (grader error)";
+        r.checks.assign(c.rubric.checks.size(), not_run);
         return r;
     }
 }
@@ -163,6 +178,7 @@ int grade(Options opt) {
     const std::string started = local_time_now();
     check_kit(opt);
     Context c;
+    refuse_without_sandbox(opt);
     c.lab = find_lab(opt.kit, opt.lab);
     c.rubric = load_lab_rubric(c.lab);
     check_submissions(opt);
@@ -237,8 +253,10 @@ EXIT STATUS
   or empty SUBMISSIONS, missing or bad rubric), 1 the kit itself fails (it
   does not build, or the reference solution fails a check).
 
-  Student code runs as you, with time and memory limits but no sandbox: grade
-  inside a container or as a throwaway user when you do not trust it.
+  Every student build and check runs in a bubblewrap sandbox (new user, pid,
+  net and ipc namespaces; only the work folder's build and the check's own
+  folder bound in; rlimits on processes, memory, CPU time and file size).
+  Where bwrap cannot make one, the grader refuses unless --unsafe-no-sandbox.
   See docs/instructors.md.)";
 
 
@@ -270,6 +288,8 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--threads", opt.threads, "OMP_NUM_THREADS for every check")
         ->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_flag("!--unsafe-no-sandbox", opt.sandbox,
+                 "run student code without the bubblewrap sandbox (only where bwrap cannot run)");
     auto* seed_opt = app.add_option("--seed", seed, "PDLAB_TEST_SEED for every check (default: random per run)");
     app.add_option("--student", opt.students, "grade only this student (repeatable)");
     app.add_option("--work", opt.work,
