@@ -33,6 +33,8 @@ struct Options {
     std::optional<std::uint64_t> seed;
     std::vector<std::string> students;  // only these (default: all)
     bool sandbox = true;                // false: --unsafe-no-sandbox
+    std::string shard;                  // "K/N": grade only that part (shard.hpp)
+    std::vector<fs::path> merge;        // --merge: the shards' --out folders
 };
 
 // Processes (threads count too) one sandboxed build or check may add: the

@@ -34,6 +34,7 @@
 #include "process.hpp"
 #include "reference.hpp"
 #include "sandbox.hpp"
+#include "shard.hpp"
 #include "report.hpp"
 #include "submissions.hpp"
 #include "workdir.hpp"
@@ -173,7 +174,26 @@ void print_done(const Context& c, std::size_t students, double seconds, bool tem
                                       c.opt.work.c_str());
 }
 
+// --merge: the shards' gradebooks into one (shard.hpp).
+int merge(const Options& opt) {
+    if (opt.out.empty()) throw UsageError("--merge needs --out DIR: where the merged gradebook goes");
+    merge_gradebooks(opt.out, opt.merge);
+    std::fprintf(stderr, "pdlab-grade: merged %zu shards into %s\n", opt.merge.size(),
+                 (opt.out / "gradebook.csv").c_str());
+    return 0;
+}
+
+// Shards must draw the same hidden inputs, or their rows would not compare.
+void check_shard(const Options& opt) {
+    if (opt.shard.empty()) return;
+    parse_shard(opt.shard);
+    if (!opt.seed) throw UsageError("--shard needs --seed: every shard must grade with the same hidden inputs");
+}
+
 int grade(Options opt) {
+    if (!opt.merge.empty()) return merge(opt);
+    if (opt.lab.empty()) throw UsageError("say which lab: --lab NN");
+    check_shard(opt);
     const auto t0 = std::chrono::steady_clock::now();
     const std::string started = local_time_now();
     check_kit(opt);
@@ -183,7 +203,9 @@ int grade(Options opt) {
     c.rubric = load_lab_rubric(c.lab);
     check_submissions(opt);
     Students students = list_students(opt.submissions, opt.students, c.lab);
+    if (!opt.shard.empty()) students.folders = shard_of(students.folders, parse_shard(opt.shard));
     make_out(opt, c.lab);
+    if (!opt.shard.empty()) write_shard_mark(opt.out, parse_shard(opt.shard));
     WorkFolder work(opt.work);
     WorkLock lock(opt.work);
     if (opt.jobs <= 0) opt.jobs = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -243,6 +265,11 @@ SPEED
   compile of their exercise and a link. Give --work DIR to keep that build for
   the next run (a regrade then starts in seconds).
 
+MANY MACHINES
+  --shard K/N grades part K of N (sorted students, every N-th from K); then
+  --merge DIR... --out OUT joins the parts' gradebooks, byte-identical to a
+  single run with the same --seed (docs/instructors.md: Slurm, mpirun).
+
 EXAMPLES
   ./kit grade ~/course/lab03-submissions --lab 03
   ./kit grade subs --lab 03 --out grades/lab03 --timeout 30 --seed 424242
@@ -275,8 +302,10 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(30);
     app.footer(kFooter);
     std::uint64_t seed = 0;
-    app.add_option("SUBMISSIONS", opt.submissions, "folder with one subfolder per student")->required();
-    app.add_option("--lab,-l", opt.lab, "the lab: 03, 3, 03-cache-and-gqa or track1/03")->required();
+    app.add_option("SUBMISSIONS", opt.submissions, "folder with one subfolder per student (required unless --merge)");
+    app.add_option("--lab,-l", opt.lab, "the lab: 03, 3, 03-cache-and-gqa or track1/03 (required unless --merge)");
+    app.add_option("--shard", opt.shard, "grade only part K of N of the class (K/N; needs --seed)");
+    app.add_option("--merge", opt.merge, "merge these shards' --out folders into --out, then stop")->expected(1, -1);
     app.add_option("--out,-o", opt.out, "where the gradebook and reports go (default: grades-labNN next to SUBMISSIONS)");
     app.add_option("--timeout", opt.timeout_s, "seconds each check may run (a rubric check may set its own)")
         ->capture_default_str()->check(CLI::PositiveNumber);
