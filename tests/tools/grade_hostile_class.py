@@ -11,7 +11,8 @@ Students (lab 03, or the lab grade_fake_class.py picks), each attacking the grad
   zz_victim     the reference solution, graded after the vandal
 Expected: the run completes; abs_include scores 0 (the solutions are not in
 its sandbox) and its report flags the include; giant and zz_victim get full
-marks and zz_victim's file is unchanged; no lingerer process is left.
+marks and zz_victim's file is unchanged; no lingerer process is left; and
+--shard 1/2 plus 2/2, merged, give the same gradebook byte for byte.
 fake_summary is printed, not asserted: see docs/instructors.md (forgeable
 summaries are still open).
 
@@ -93,6 +94,28 @@ def check(rows, reports, max_points, subs, solution):
         fail(f"processes of the lingerer outlived the grading run: {lingering()}")
 
 
+def check_shards(cmd, out, tmp):
+    """Two shards merged must give the single run's gradebook, byte for byte."""
+    base = cmd[:cmd.index("--out")]
+    rest = cmd[cmd.index("--out") + 2:]
+    parts = []
+    for k in (1, 2):
+        part = tmp / f"shard{k}"
+        p = subprocess.run(base + ["--out", str(part)] + rest + ["--shard", f"{k}/2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            fail(f"--shard {k}/2 exited with {p.returncode}:\n{p.stdout[-3000:]}")
+        parts.append(str(part))
+    merged = tmp / "merged"
+    p = subprocess.run([cmd[0], "--merge", *reversed(parts), "--out", str(merged)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        fail(f"--merge exited with {p.returncode}: {p.stdout}")
+    if (merged / "gradebook.csv").read_bytes() != (out / "gradebook.csv").read_bytes():
+        fail("the merged gradebook of --shard 1/2 and 2/2 differs from the single run's")
+    print("ok: --shard 1/2 + 2/2 merged is byte-identical to the single run")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--grader", required=True)
@@ -137,6 +160,7 @@ def main():
         reports = {n: (out / "reports" / f"{n}.md").read_text() for n in rows}
         max_points = float(next(iter(rows.values()))["max"])
         check(rows, reports, max_points, subs, solution)
+        check_shards(cmd, out, tmp)
         print("ok: the hostile class graded as expected")
         return 0
     finally:
