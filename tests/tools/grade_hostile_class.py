@@ -90,6 +90,9 @@ def check(rows, reports, max_points, subs, solution):
         fail(f"abs_include scored {rows['abs_include']['total']} by including the solution: the sandbox must hide it")
     if "outside the lab folder" not in reports["abs_include"]:
         fail("abs_include's report does not flag its include of an absolute path")
+    for name, text in reports.items():
+        if "12345" in text:
+            fail(f"{name}'s report shows the hidden seed 12345: reports go to students")
     if lingering():
         fail(f"processes of the lingerer outlived the grading run: {lingering()}")
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "forbidden.hpp"
 #include "outputs.hpp"
 #include "workdir.hpp"
 
@@ -167,6 +168,7 @@ StudentResult grade_student(const Context& c, const Submission& sub, std::size_t
     r.checks = run_checks(c, fresh_scratch(c, fmt::format("{}", index)), nullptr);
     for (const auto& ch : r.checks) r.total += ch.points;
     r.status = status_of(r);
+    apply_may_not_use(c, r);
     return r;
 }
 

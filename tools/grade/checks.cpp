@@ -104,7 +104,8 @@ void classify_failed_tests(const Context& c, const RunResult& out, const Doctest
 
 CheckResult run_test_check(const Context& c, const Check& k, std::size_t index, const fs::path& scratch) {
     CheckResult res;
-    res.command = fmt::format("PDLAB_TEST_SEED={} {} --test-case={}", c.seed, in_kit(c, c.test_bins[0]),
+    // The seed stays hidden from students (reports are theirs): $SEED stands for it.
+    res.command = fmt::format("PDLAB_TEST_SEED=$SEED {} --test-case={}", in_kit(c, c.test_bins[0]),
                               shell_quote(k.test_case));
     int cases = 0, passed = 0;
     for (const auto& bin : c.test_bins) {

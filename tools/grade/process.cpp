@@ -263,6 +263,12 @@ RunResult run_process(const RunSpec& spec) {
         if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
         else if (WIFSIGNALED(status)) res.signal = WTERMSIG(status);
     }
+    // bwrap exits with 128 + N when the program died of signal N (as a shell
+    // does): read it as that signal, so a crash reads as a crash.
+    if (spec.sandbox && res.exit_code > 128 && res.exit_code < 128 + 32) {
+        res.signal = res.exit_code - 128;
+        res.exit_code = -1;
+    }
     return res;
 }
 

@@ -1,0 +1,67 @@
+#include "forbidden.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "outputs.hpp"
+#include "process.hpp"
+#include "report.hpp"
+
+namespace pd::grade {
+
+namespace {
+
+// The lab's compiled exercise objects in WORK/build (one per target that
+// compiles exercise.cpp; they hold the same calls).
+std::vector<fs::path> exercise_objects(const Context& c) {
+    std::vector<fs::path> found;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(c.work_build / c.lab.rel, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        for (const auto& src : c.lab.sources)
+            if (it->path().filename() == src + ".o") found.push_back(it->path());
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+// `nm -C -u` lines are "                 U pd::argmax(float const*, int)".
+std::vector<std::string> undefined_symbols(const fs::path& object) {
+    RunSpec nm;
+    nm.argv = {"nm", "-C", "-u", object.string()};
+    nm.timeout_s = 30;
+    std::vector<std::string> names;
+    std::stringstream ss(run_process(nm).output);
+    for (std::string line; std::getline(ss, line);) {
+        line = trim(line);
+        if (line.rfind("U ", 0) == 0) names.push_back(line.substr(2));
+    }
+    return names;
+}
+
+}  // namespace
+
+bool symbol_matches(const std::string& name, const std::string& symbol) {
+    return name == symbol || (name.size() > symbol.size() && name.rfind(symbol, 0) == 0 && name[symbol.size()] == '(');
+}
+
+void apply_may_not_use(const Context& c, StudentResult& r) {
+    if (c.rubric.may_not_use.empty()) return;
+    std::vector<std::string> called;
+    for (const auto& o : exercise_objects(c))
+        for (auto& n : undefined_symbols(o)) called.push_back(std::move(n));
+    double off = 0;
+    for (const auto& f : c.rubric.may_not_use) {
+        auto hit = std::find_if(called.begin(), called.end(), [&](auto& n) { return symbol_matches(n, f.symbol); });
+        if (hit == called.end()) continue;
+        off += f.points;
+        r.notes.push_back(fmt::format("calls {}, which this lab does not allow ({}): -{} points", *hit,
+                                      f.why.empty() ? "see the rubric" : f.why, fmt_points(f.points)));
+    }
+    if (off == 0) return;
+    r.total = std::max(0.0, r.total - off);
+    r.status = r.status == "ok" ? "forbidden symbol" : r.status + ", forbidden symbol";
+}
+
+}  // namespace pd::grade
