@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "compare.hpp"
+#include "forbidden.hpp"
 #include "outputs.hpp"
 #include "process.hpp"
 #include "rubric.hpp"
@@ -243,4 +244,23 @@ TEST_CASE("tools.grade.workdir.read_untrusted") {
     CHECK_FALSE(read_untrusted(dir / "fifo", 100, why));
     CHECK_MESSAGE(why.find("not a regular file") != std::string::npos, why);
     fs::remove_all(dir);
+}
+
+// may_not_use: a forbidden engine function is matched by its demangled name,
+// with or without its argument list, never by a longer name that starts alike.
+TEST_CASE("tools.grade.rubric.may_not_use") {
+    auto r = parse_rubric(json::parse(R"({"lab":"03","seed":"prose","checks":[
+        {"name":"a","kind":"test","test_case":"x","points":10}],
+        "may_not_use":[{"symbol":"pd::argmax","points":5,"why":"sampling is the exercise"}]})"),
+                          "rubric.json");
+    REQUIRE(r.may_not_use.size() == 1);
+    CHECK(r.may_not_use[0].points == 5);
+    CHECK(r.may_not_use[0].why == "sampling is the exercise");
+    CHECK(symbol_matches("pd::argmax(float const*, int)", "pd::argmax"));
+    CHECK(symbol_matches("pd::argmax", "pd::argmax"));
+    CHECK_FALSE(symbol_matches("pd::argmax_rows(float const*, int, int)", "pd::argmax"));
+    CHECK_FALSE(symbol_matches("std::vector<int>::push_back(int&&)", "pd::argmax"));
+    CHECK_THROWS_WITH_AS(parse_rubric(json::parse(R"({"lab":"03","checks":[{"name":"a","kind":"test",
+        "test_case":"x","points":1}],"may_not_use":[{"points":5}]})"), "rubric.json"),
+                         doctest::Contains("symbol"), RubricError);
 }

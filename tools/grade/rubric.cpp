@@ -144,7 +144,8 @@ std::vector<Forbidden> parse_may_not_use(const json& j, const std::string& origi
 
 Rubric parse_rubric(const json& j, const std::string& origin) {
     if (!j.is_object()) throw RubricError(origin + ": the rubric must be a JSON object");
-    only_keys(j, {"lab", "title", "checks", "may_not_use", "comment"}, origin);
+    // "seed": prose for instructors on how the tests use PDLAB_TEST_SEED.
+    only_keys(j, {"lab", "title", "checks", "may_not_use", "seed", "comment"}, origin);
     Rubric r;
     r.lab = get_string(j, "lab", origin, true);
     r.title = get_string(j, "title", origin, false);
