@@ -1,6 +1,7 @@
 #include "forbidden.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -13,15 +14,19 @@ namespace pd::grade {
 
 namespace {
 
-// The lab's compiled exercise objects in WORK/build (one per target that
-// compiles exercise.cpp; they hold the same calls).
+// The lab's compiled exercise objects in WORK/build: meson names the object
+// of labs/track1/03-x/exercise.cpp in a library of labs/ as
+// "track1_03-x_exercise.cpp.o" (the path from the library's folder, '/' -> '_').
 std::vector<fs::path> exercise_objects(const Context& c) {
+    std::set<std::string> names;
+    std::string from_labs = c.lab.rel.lexically_relative("labs").string();
+    std::replace(from_labs.begin(), from_labs.end(), '/', '_');
+    for (const auto& src : c.lab.sources) names.insert(from_labs + "_" + src + ".o");
     std::vector<fs::path> found;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(c.work_build / c.lab.rel, ec);
+    for (auto it = fs::recursive_directory_iterator(c.work_build / "labs", ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        for (const auto& src : c.lab.sources)
-            if (it->path().filename() == src + ".o") found.push_back(it->path());
+        if (names.count(it->path().filename().string())) found.push_back(it->path());
     std::sort(found.begin(), found.end());
     return found;
 }
