@@ -9,9 +9,12 @@ Students (lab 03, or the lab grade_fake_class.py picks), each attacking the grad
   membomb       the solution plus child processes that each allocate 300 MB
   vandal        the solution plus code that overwrites every other submission it can reach
   zz_victim     the reference solution, graded after the vandal
+  =1+1          the solution, in a folder named like a spreadsheet formula
+  linker        exercise.cpp is a symlink to zz_victim's
 Expected: the run completes; abs_include scores 0 (the solutions are not in
 its sandbox) and its report flags the include; giant and zz_victim get full
-marks and zz_victim's file is unchanged; no lingerer process is left; and
+marks and zz_victim's file is unchanged; linker scores 0 with a note; "=1+1"
+is quoted as text in the gradebook; no lingerer process is left; and
 --shard 1/2 plus 2/2, merged, give the same gradebook byte for byte.
 fake_summary is printed, not asserted: see docs/instructors.md (forgeable
 summaries are still open).
@@ -76,6 +79,12 @@ def make_class(subs, lab, sol):
     for name, text in students.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "exercise.cpp").write_text(text)
+    # A folder name a spreadsheet would run as a formula, and a submission that is a
+    # symlink to another student's file.
+    (subs / "=1+1").mkdir()
+    (subs / "=1+1" / "exercise.cpp").write_text(solution)
+    (subs / "linker").mkdir()
+    (subs / "linker" / "exercise.cpp").symlink_to(subs / "zz_victim" / "exercise.cpp")
     return solution
 
 
@@ -90,6 +99,10 @@ def check(rows, reports, max_points, subs, solution):
         fail(f"abs_include scored {rows['abs_include']['total']} by including the solution: the sandbox must hide it")
     if "outside the lab folder" not in reports["abs_include"]:
         fail("abs_include's report does not flag its include of an absolute path")
+    if "linker" not in rows or float(rows["linker"]["total"]) != 0 or "symlink" not in reports["linker"]:
+        fail(f"linker (exercise.cpp a symlink to another student's) must score 0 with a note: {rows.get('linker')}")
+    if '\n"\'=1+1",' not in (subs.parent / "grades" / "gradebook.csv").read_text():
+        fail("the student folder '=1+1' is not quoted as text in gradebook.csv")
     for name, text in reports.items():
         if "12345" in text:
             fail(f"{name}'s report shows the hidden seed 12345: reports go to students")
@@ -160,7 +173,8 @@ def main():
             return 0
         if p.returncode != 0:
             fail(f"pdlab-grade exited with {p.returncode}")
-        reports = {n: (out / "reports" / f"{n}.md").read_text() for n in rows}
+        # A formula-like name is led by ' in the gradebook; its report keeps the folder's name.
+        reports = {n: (out / "reports" / f"{n.removeprefix(chr(39))}.md").read_text() for n in rows}
         max_points = float(next(iter(rows.values()))["max"])
         check(rows, reports, max_points, subs, solution)
         check_shards(cmd, out, tmp)

@@ -193,6 +193,7 @@ Submission locate(const std::string& name, const fs::path& dir, const Lab& lab, 
     Submission s;
     s.name = name;
     s.dir = dir;
+    note_unusual_entries(s);  // first: a refused symlink explains a missing source
     fs::path base = find_sources(s, lab);
     if (!s.problem.empty()) return s;
     for (const auto& [src, path] : s.sources) {
@@ -206,7 +207,6 @@ Submission locate(const std::string& name, const fs::path& dir, const Lab& lab, 
     for (const auto& src : lab.sources)
         if (!s.sources.count(src))
             s.notes.push_back(fmt::format("{} is missing: graded with the kit's starter {}", src, src));
-    note_unusual_entries(s);
     note_other_files(s, base, lab, kit);
     note_outside_includes(s);
     return s;
