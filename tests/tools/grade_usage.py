@@ -47,6 +47,12 @@ def main():
         (tmp / "class" / "alice").mkdir(parents=True)
         expect(g + [str(tmp / "class"), "--lab", "99"], 2, "there is no such lab")
         expect(g + [str(tmp / "class"), "--lab", "x"], 2, "the labs are")
+        # Shards and merges (issue 19): a bad K/N, a shard without the shared seed, a merge
+        # with nowhere to go or of a folder that is not a shard's.
+        expect(g + [str(tmp / "class"), "--lab", "03", "--shard", "3/2", "--seed", "1"], 2, "1 <= K <= N")
+        expect(g + [str(tmp / "class"), "--lab", "03", "--shard", "1/2"], 2, "--shard needs --seed")
+        expect(g + ["--merge", str(tmp / "class")], 2, "--merge needs --out")
+        expect(g + ["--merge", str(tmp / "class"), "--out", str(tmp / "m")], 2, "no shard.txt")
         expect(g + [str(tmp / "class"), "--lab", "03", "--kit", str(tmp)], 2, "not the lab kit")
 
         # A fake kit: a lab with a solution but no rubric, then with a bad one.

@@ -3,14 +3,19 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 
 #include "compare.hpp"
+#include "forbidden.hpp"
 #include "outputs.hpp"
 #include "process.hpp"
 #include "rubric.hpp"
+#include "workdir.hpp"
 
 using namespace pd::grade;
 
@@ -199,4 +204,63 @@ TEST_CASE("tools.grade.rubric.parse") {
     CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"test","test_case":"x","points":1},
                   {"name":"a","kind":"test","test_case":"y","points":1}]})")
               .find("two checks") != std::string::npos);
+}
+
+// A student's program controls its output: a 30,000-character line, a summary
+// cut short, or digits without end must not crash the grader (std::regex
+// overflowed its stack on such a line) and must not read as a summary.
+TEST_CASE("tools.grade.outputs.doctest_summary_on_hostile_text") {
+    std::string giant(30000, 'x');
+    CHECK_FALSE(parse_doctest_summary(giant).found);
+    auto s = parse_doctest_summary(giant + "\n[doctest] test cases: 4 | 4 passed | 0 failed |\n");
+    CHECK_MESSAGE(s.found, "a summary after a giant line is still found");
+    CHECK(s.passed == 4);
+    CHECK_FALSE(parse_doctest_summary("[doctest] test cases: 4 | 4 passed |").found);
+    CHECK_FALSE(parse_doctest_summary("[doctest] test cases: " + std::string(30000, '9')).found);
+}
+
+TEST_CASE("tools.grade.workdir.json_depth_limit") {
+    std::string deep = std::string(10000, '[') + std::string(10000, ']');
+    CHECK_THROWS_WITH_AS(parse_json_limited(deep), "JSON nested deeper than 64 levels", std::runtime_error);
+    CHECK(parse_json_limited(R"({"a": [[1]]})")["a"][0][0] == 1);
+}
+
+// Files a student made are read only when regular and small: a symlink (to
+// another student's work, or /etc/shadow) or a FIFO (a read that never ends)
+// is refused with a reason.
+TEST_CASE("tools.grade.workdir.read_untrusted") {
+    namespace fs = std::filesystem;
+    fs::path dir = fs::temp_directory_path() / ("grade_unit_" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    std::ofstream(dir / "small") << "hello";
+    fs::create_symlink(dir / "small", dir / "link");
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    std::string why;
+    CHECK(read_untrusted(dir / "small", 100, why) == std::optional<std::string>("hello"));
+    CHECK_FALSE(read_untrusted(dir / "small", 3, why));
+    CHECK_MESSAGE(why.find("over the 3 bytes") != std::string::npos, why);
+    CHECK_FALSE(read_untrusted(dir / "link", 100, why));
+    CHECK_MESSAGE(why.find("symlink") != std::string::npos, why);
+    CHECK_FALSE(read_untrusted(dir / "fifo", 100, why));
+    CHECK_MESSAGE(why.find("not a regular file") != std::string::npos, why);
+    fs::remove_all(dir);
+}
+
+// may_not_use: a forbidden engine function is matched by its demangled name,
+// with or without its argument list, never by a longer name that starts alike.
+TEST_CASE("tools.grade.rubric.may_not_use") {
+    auto r = parse_rubric(json::parse(R"({"lab":"03","seed":"prose","checks":[
+        {"name":"a","kind":"test","test_case":"x","points":10}],
+        "may_not_use":[{"symbol":"pd::argmax","points":5,"why":"sampling is the exercise"}]})"),
+                          "rubric.json");
+    REQUIRE(r.may_not_use.size() == 1);
+    CHECK(r.may_not_use[0].points == 5);
+    CHECK(r.may_not_use[0].why == "sampling is the exercise");
+    CHECK(symbol_matches("pd::argmax(float const*, int)", "pd::argmax"));
+    CHECK(symbol_matches("pd::argmax", "pd::argmax"));
+    CHECK_FALSE(symbol_matches("pd::argmax_rows(float const*, int, int)", "pd::argmax"));
+    CHECK_FALSE(symbol_matches("std::vector<int>::push_back(int&&)", "pd::argmax"));
+    CHECK_THROWS_WITH_AS(parse_rubric(json::parse(R"({"lab":"03","checks":[{"name":"a","kind":"test",
+        "test_case":"x","points":1}],"may_not_use":[{"points":5}]})"), "rubric.json"),
+                         doctest::Contains("symbol"), RubricError);
 }

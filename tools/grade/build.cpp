@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "forbidden.hpp"
 #include "outputs.hpp"
 #include "workdir.hpp"
 
@@ -12,12 +13,21 @@ namespace pd::grade {
 
 namespace {
 
-RunResult ninja(const Context& c, double timeout_s, const std::vector<std::string>& targets) {
+RunResult ninja(const Context& c, double timeout_s, const std::vector<std::string>& targets, bool student) {
     RunSpec r;
     r.argv = {"ninja", "-C", c.work_build.string()};
     if (c.opt.jobs > 0) r.argv.push_back("-j" + std::to_string(c.opt.jobs));
     for (const auto& t : targets) r.argv.push_back(t);
     r.timeout_s = timeout_s;
+    if (student && c.opt.sandbox) {
+        // A compile reads what the code #includes: in the sandbox only the
+        // system and the work folder exist. No ccache (its shared cache
+        // would be writable by one student and read by the next).
+        r.sandbox = SandboxSpec{{c.work_src}, {c.work_build}, c.work_build};
+        r.env = {{"CCACHE_DISABLE", "1"}};
+        r.extra_procs = kSandboxProcesses;
+        r.file_bytes = std::size_t(1) << 30;
+    }
     return run_process(r);
 }
 
@@ -49,7 +59,7 @@ void meson(const Context& c, const std::string& command, const std::string& fail
 // A reused work folder: regenerate if the kit's meson files changed, and make
 // sure it still builds the starters.
 void refresh_build(const Context& c) {
-    RunResult out = ninja(c, 600, {"build.ninja"});
+    RunResult out = ninja(c, 600, {"build.ninja"}, false);
     if (!out.ok()) throw KitError("the kit does not configure:\n" + why_failed(out));
     json opts = json::parse(read_file(c.work_build / "meson-info" / "intro-buildoptions.json"));
     bool starter = false;
@@ -115,13 +125,13 @@ void setup_work(Context& c) {
     introspect(c);
 }
 
-RunResult build_lab(const Context& c, const std::map<std::string, fs::path>& given, double timeout_s) {
+RunResult build_lab(const Context& c, const std::map<std::string, fs::path>& given, double timeout_s, bool student) {
     for (const auto& src : c.lab.sources) {
         auto it = given.find(src);
         fs::path from = it != given.end() ? it->second : c.work_pristine / c.lab.rel / src;
         if (fs::exists(from)) write_if_changed(c.work_src / c.lab.rel / src, read_file(from));
     }
-    return ninja(c, timeout_s, c.ninja_targets);
+    return ninja(c, timeout_s, c.ninja_targets, student);
 }
 
 std::string why_failed(const RunResult& r) {
@@ -144,7 +154,7 @@ StudentResult grade_student(const Context& c, const Submission& sub, std::size_t
     }
     std::fprintf(stderr, "building... ");
     std::fflush(stderr);
-    RunResult b = build_lab(c, sub.sources, c.opt.build_timeout_s);
+    RunResult b = build_lab(c, sub.sources, c.opt.build_timeout_s, true);
     r.build_seconds = b.seconds;
     if (!b.ok()) {
         r.build_excerpt = tidy(c, compile_error_excerpt(b.output));
@@ -158,6 +168,7 @@ StudentResult grade_student(const Context& c, const Submission& sub, std::size_t
     r.checks = run_checks(c, fresh_scratch(c, fmt::format("{}", index)), nullptr);
     for (const auto& ch : r.checks) r.total += ch.points;
     r.status = status_of(r);
+    apply_may_not_use(c, r);
     return r;
 }
 

@@ -21,8 +21,9 @@ void setup_work(Context& c);
 
 // Puts the given exercise sources (file name -> file; the kit's starter for the
 // ones not given) into the lab folder of WORK/src and rebuilds the lab's
-// program and tests.
-RunResult build_lab(const Context& c, const std::map<std::string, fs::path>& given, double timeout_s);
+// program and tests; a student's build (`student`) runs in the sandbox, the
+// reference's (trusted, and the first time the whole engine) with ccache.
+RunResult build_lab(const Context& c, const std::map<std::string, fs::path>& given, double timeout_s, bool student);
 
 // What a failed meson or ninja run said, or why it could not start.
 std::string why_failed(const RunResult& r);

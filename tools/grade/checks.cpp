@@ -15,6 +15,10 @@ namespace pd::grade {
 
 namespace {
 
+// The largest --json file of a lab program the grader reads (the lab programs
+// write a few kB; a bigger one is a wrong answer, not a grader crash).
+constexpr std::size_t kMaxOutputJsonBytes = 16 << 20;
+
 std::map<std::string, std::string> run_env(const Context& c) {
     auto env = c.test_env;
     env["PDLAB_TEST_SEED"] = std::to_string(c.seed);
@@ -35,6 +39,10 @@ RunSpec limited(const Context& c, const Check& k, const fs::path& scratch) {
     r.timeout_s = k.timeout_s > 0 ? k.timeout_s : c.opt.timeout_s;
     r.mem_bytes = c.opt.mem_mb << 20;
     r.file_bytes = std::size_t(1) << 30;
+    r.cpu_s = r.timeout_s;
+    r.extra_procs = kSandboxProcesses;
+    // The built lab read-only, the check's own scratch folder writable, nothing else.
+    if (c.opt.sandbox) r.sandbox = SandboxSpec{{c.work_src, c.work_build}, {scratch}, scratch};
     return r;
 }
 
@@ -96,7 +104,8 @@ void classify_failed_tests(const Context& c, const RunResult& out, const Doctest
 
 CheckResult run_test_check(const Context& c, const Check& k, std::size_t index, const fs::path& scratch) {
     CheckResult res;
-    res.command = fmt::format("PDLAB_TEST_SEED={} {} --test-case={}", c.seed, in_kit(c, c.test_bins[0]),
+    // The seed stays hidden from students (reports are theirs): $SEED stands for it.
+    res.command = fmt::format("PDLAB_TEST_SEED=$SEED {} --test-case={}", in_kit(c, c.test_bins[0]),
                               shell_quote(k.test_case));
     int cases = 0, passed = 0;
     for (const auto& bin : c.test_bins) {
@@ -158,7 +167,10 @@ std::optional<json> read_output_json(const Context& c, const fs::path& json_file
                                      CheckResult& res) {
     json doc;
     try {
-        doc = json::parse(read_file(json_file));
+        std::string why;
+        auto text = read_untrusted(json_file, kMaxOutputJsonBytes, why);
+        if (!text) throw std::runtime_error(why);
+        doc = parse_json_limited(*text);
     } catch (const std::exception& e) {
         res.outcome = out.exit_code == 0 ? Outcome::wrong : Outcome::error;
         res.reason = fs::exists(json_file) ? "the lab program wrote a --json file that is not valid JSON"
@@ -171,7 +183,7 @@ std::optional<json> read_output_json(const Context& c, const fs::path& json_file
     // dumped text through a json value) is read as the JSON it holds.
     if (doc.is_string()) {
         try {
-            json inner = json::parse(doc.get<std::string>());
+            json inner = parse_json_limited(doc.get<std::string>());
             if (inner.is_object() || inner.is_array()) doc = std::move(inner);
         } catch (const std::exception&) {
         }

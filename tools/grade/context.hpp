@@ -32,7 +32,14 @@ struct Options {
     int threads = 2;
     std::optional<std::uint64_t> seed;
     std::vector<std::string> students;  // only these (default: all)
+    bool sandbox = true;                // false: --unsafe-no-sandbox
+    std::string shard;                  // "K/N": grade only that part (shard.hpp)
+    std::vector<fs::path> merge;        // --merge: the shards' --out folders
 };
+
+// Processes (threads count too) one sandboxed build or check may add: the
+// lab programs use a few OpenMP threads, a compile a handful of processes.
+inline constexpr std::size_t kSandboxProcesses = 256;
 
 struct Context {
     Options opt;

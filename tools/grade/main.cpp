@@ -33,6 +33,8 @@
 #include "lab.hpp"
 #include "process.hpp"
 #include "reference.hpp"
+#include "sandbox.hpp"
+#include "shard.hpp"
 #include "report.hpp"
 #include "submissions.hpp"
 #include "workdir.hpp"
@@ -60,6 +62,18 @@ void check_submissions(Options& opt) {
         throw UsageError(fmt::format("{}: no such folder (SUBMISSIONS holds one folder per student)",
                                      opt.submissions.string()));
     opt.submissions = fs::weakly_canonical(opt.submissions);
+}
+
+// Probed once: without a sandbox, student code could read the solutions and
+// other students' work, so grading needs the instructor's explicit consent.
+void refuse_without_sandbox(const Options& opt) {
+    if (!opt.sandbox) {
+        say("warning: --unsafe-no-sandbox: student code runs as you, with limits but no sandbox");
+        return;
+    }
+    if (auto why = sandbox_unavailable())
+        throw UsageError(*why + "\n  the grader runs student code only in a sandbox; pass --unsafe-no-sandbox to "
+                                "grade without one (inside a throwaway container or VM)");
 }
 
 // By default next to the submissions, never inside the kit (./kit runs from
@@ -115,6 +129,23 @@ void set_work_paths(Context& c) {
     c.work_runs = c.opt.work / "runs";
 }
 
+// One student's failure is one row: whatever grading them throws (a file the
+// grader could not read, a full disk) ends their grading, never the run.
+StudentResult grade_one(const Context& c, const std::string& name, const fs::path& dir, std::size_t i) {
+    try {
+        return grade_student(c, locate(name, dir, c.lab, c.opt.kit), i);
+    } catch (const std::exception& e) {
+        StudentResult r;
+        r.name = name;
+        r.status = "grader error";
+        r.notes.push_back(fmt::format("the grader could not grade this submission: {}", e.what()));
+        CheckResult not_run;
+        not_run.reason = "not run (grader error)";
+        r.checks.assign(c.rubric.checks.size(), not_run);
+        return r;
+    }
+}
+
 std::vector<StudentResult> grade_students(const Context& c, const Students& students) {
     std::vector<StudentResult> results;
     const auto& folders = students.folders;
@@ -122,7 +153,7 @@ std::vector<StudentResult> grade_students(const Context& c, const Students& stud
         const auto& [name, dir] = folders[i];
         std::fprintf(stderr, "[%zu/%zu] %s: ", i + 1, folders.size(), name.c_str());
         std::fflush(stderr);
-        StudentResult r = grade_student(c, locate(name, dir, c.lab, c.opt.kit), i);
+        StudentResult r = grade_one(c, name, dir, i);
         int passed = 0;
         for (const auto& ch : r.checks) passed += ch.outcome == Outcome::passed;
         std::fprintf(stderr, "%d/%zu checks, %s/%s points%s\n", passed, r.checks.size(), fmt_points(r.total).c_str(),
@@ -143,16 +174,38 @@ void print_done(const Context& c, std::size_t students, double seconds, bool tem
                                       c.opt.work.c_str());
 }
 
+// --merge: the shards' gradebooks into one (shard.hpp).
+int merge(const Options& opt) {
+    if (opt.out.empty()) throw UsageError("--merge needs --out DIR: where the merged gradebook goes");
+    merge_gradebooks(opt.out, opt.merge);
+    std::fprintf(stderr, "pdlab-grade: merged %zu shards into %s\n", opt.merge.size(),
+                 (opt.out / "gradebook.csv").c_str());
+    return 0;
+}
+
+// Shards must draw the same hidden inputs, or their rows would not compare.
+void check_shard(const Options& opt) {
+    if (opt.shard.empty()) return;
+    parse_shard(opt.shard);
+    if (!opt.seed) throw UsageError("--shard needs --seed: every shard must grade with the same hidden inputs");
+}
+
 int grade(Options opt) {
+    if (!opt.merge.empty()) return merge(opt);
+    if (opt.lab.empty()) throw UsageError("say which lab: --lab NN");
+    check_shard(opt);
     const auto t0 = std::chrono::steady_clock::now();
     const std::string started = local_time_now();
     check_kit(opt);
     Context c;
+    refuse_without_sandbox(opt);
     c.lab = find_lab(opt.kit, opt.lab);
     c.rubric = load_lab_rubric(c.lab);
     check_submissions(opt);
     Students students = list_students(opt.submissions, opt.students, c.lab);
+    if (!opt.shard.empty()) students.folders = shard_of(students.folders, parse_shard(opt.shard));
     make_out(opt, c.lab);
+    if (!opt.shard.empty()) write_shard_mark(opt.out, parse_shard(opt.shard));
     WorkFolder work(opt.work);
     WorkLock lock(opt.work);
     if (opt.jobs <= 0) opt.jobs = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -212,6 +265,11 @@ SPEED
   compile of their exercise and a link. Give --work DIR to keep that build for
   the next run (a regrade then starts in seconds).
 
+MANY MACHINES
+  --shard K/N grades part K of N (sorted students, every N-th from K); then
+  --merge DIR... --out OUT joins the parts' gradebooks, byte-identical to a
+  single run with the same --seed (docs/instructors.md: Slurm, mpirun).
+
 EXAMPLES
   ./kit grade ~/course/lab03-submissions --lab 03
   ./kit grade subs --lab 03 --out grades/lab03 --timeout 30 --seed 424242
@@ -222,8 +280,10 @@ EXIT STATUS
   or empty SUBMISSIONS, missing or bad rubric), 1 the kit itself fails (it
   does not build, or the reference solution fails a check).
 
-  Student code runs as you, with time and memory limits but no sandbox: grade
-  inside a container or as a throwaway user when you do not trust it.
+  Every student build and check runs in a bubblewrap sandbox (new user, pid,
+  net and ipc namespaces; only the work folder's build and the check's own
+  folder bound in; rlimits on processes, memory, CPU time and file size).
+  Where bwrap cannot make one, the grader refuses unless --unsafe-no-sandbox.
   See docs/instructors.md.)";
 
 
@@ -242,8 +302,10 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(30);
     app.footer(kFooter);
     std::uint64_t seed = 0;
-    app.add_option("SUBMISSIONS", opt.submissions, "folder with one subfolder per student")->required();
-    app.add_option("--lab,-l", opt.lab, "the lab: 03, 3, 03-cache-and-gqa or track1/03")->required();
+    app.add_option("SUBMISSIONS", opt.submissions, "folder with one subfolder per student (required unless --merge)");
+    app.add_option("--lab,-l", opt.lab, "the lab: 03, 3, 03-cache-and-gqa or track1/03 (required unless --merge)");
+    app.add_option("--shard", opt.shard, "grade only part K of N of the class (K/N; needs --seed)");
+    app.add_option("--merge", opt.merge, "merge these shards' --out folders into --out, then stop")->expected(1, -1);
     app.add_option("--out,-o", opt.out, "where the gradebook and reports go (default: grades-labNN next to SUBMISSIONS)");
     app.add_option("--timeout", opt.timeout_s, "seconds each check may run (a rubric check may set its own)")
         ->capture_default_str()->check(CLI::PositiveNumber);
@@ -255,6 +317,8 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--threads", opt.threads, "OMP_NUM_THREADS for every check")
         ->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_flag("!--unsafe-no-sandbox", opt.sandbox,
+                 "run student code without the bubblewrap sandbox (only where bwrap cannot run)");
     auto* seed_opt = app.add_option("--seed", seed, "PDLAB_TEST_SEED for every check (default: random per run)");
     app.add_option("--student", opt.students, "grade only this student (repeatable)");
     app.add_option("--work", opt.work,

@@ -1,13 +1,17 @@
 // Running one program under limits: a wall-clock time limit (the whole process
-// group is killed when it runs out), an address-space limit (RLIMIT_AS), no
-// core files, stdin from /dev/null, and stdout and stderr captured together in
+// group is killed when it runs out), RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE and
+// RLIMIT_NPROC (set before exec, so every child inherits them), optionally
+// inside the sandbox (sandbox.hpp), no core files, stdin from /dev/null, and stdout and stderr captured together in
 // the order they were written.
 #pragma once
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "sandbox.hpp"
 
 namespace pd::grade {
 
@@ -19,6 +23,11 @@ struct RunSpec {
     std::size_t mem_bytes = 0;                  // RLIMIT_AS; 0: no limit
     std::size_t file_bytes = 0;                 // RLIMIT_FSIZE; 0: no limit
     std::size_t keep_bytes = 256 * 1024;        // output kept: the first and the last keep_bytes / 2
+    double cpu_s = 0;                           // RLIMIT_CPU of each process; 0: no limit
+    // RLIMIT_NPROC: processes it may add beyond those of the grader's uid
+    // when it starts (the limit counts every process of the real uid).
+    std::size_t extra_procs = 0;
+    std::optional<SandboxSpec> sandbox;         // set: argv runs inside bwrap (sandbox.hpp)
 };
 
 struct RunResult {

@@ -53,7 +53,7 @@ void prepare_reference(Context& c) {
                     fs::exists(c.work_build / ".ninja_log") ? "" : " (and, this once, the engine: minutes)"));
     std::map<std::string, fs::path> sol;
     for (const auto& s : c.lab.sources) sol[s] = c.lab.solution_dir / s;
-    RunResult b = build_lab(c, sol, 0);
+    RunResult b = build_lab(c, sol, 0, false);
     if (!b.ok())
         throw KitError(fmt::format("the reference solution does not build:\n{}", tidy(c, why_failed(b))));
 

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -12,9 +13,13 @@ namespace pd::grade {
 
 namespace {
 
+// A cell a spreadsheet would run as a formula (= + - @, or a tab or CR first)
+// is quoted and led by a ' so it reads as text: student folder names are
+// the students' choice.
 std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    return fmt::format("\"{}\"", replace_all(s, "\"", "\"\""));
+    bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
+    if (!formula && s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    return fmt::format("\"{}{}\"", formula ? "'" : "", replace_all(s, "\"", "\"\""));
 }
 
 std::string fence(const std::string& text) {
@@ -33,9 +38,12 @@ std::string report_header(const Context& c, const StudentResult& r) {
     std::string md = fmt::format("# Lab {} ({}): {}\n\n", c.lab.number, c.lab.folder, r.name);
     md += fmt::format("**{} / {} points**, {} of {} checks passed. Status: **{}**.\n\n", fmt_points(r.total),
                       fmt_points(c.rubric.max_points()), passed, r.checks.size(), r.status);
-    md += fmt::format("Graded with the kit's tests on inputs drawn from seed {} (PDLAB_TEST_SEED), each check "
-                      "under a {:g} s time limit and a {} MB memory limit, OMP_NUM_THREADS={}.\n\n",
-                      c.seed, c.opt.timeout_s, c.opt.mem_mb, c.opt.threads);
+    // The seed is not named: the next run may reuse it, and a student who knew it
+    // could tune their code to its inputs. The instructor's grading.md has it.
+    md += fmt::format("Graded with the kit's tests on inputs drawn from a hidden seed (PDLAB_TEST_SEED; your "
+                      "instructor has it), each check under a {:g} s time limit and a {} MB memory limit, "
+                      "OMP_NUM_THREADS={}.\n\n",
+                      c.opt.timeout_s, c.opt.mem_mb, c.opt.threads);
     if (!r.notes.empty()) {
         md += "## Notes\n\n";
         for (const auto& n : r.notes) md += "- " + n + "\n";
@@ -87,7 +95,7 @@ std::string report_reproduce(const Context& c, const StudentResult& r) {
     std::string files;
     for (const auto& s : c.lab.sources) files += (files.empty() ? "" : ", ") + s;
     md += fmt::format("In your copy of the kit, put this submission's {} into `{}/`, then build and run a check "
-                      "with the seed above:\n\n",
+                      "with the hidden seed as SEED (any number shows the same kind of failure):\n\n",
                       files, c.lab.rel.string());
     md += "```sh\n./kit build\n";
     std::set<std::string> shown;
@@ -96,7 +104,7 @@ std::string report_reproduce(const Context& c, const StudentResult& r) {
     if (shown.empty())
         for (const auto& k : c.rubric.checks)
             if (k.kind == "test")
-                md += fmt::format("PDLAB_TEST_SEED={} {} --test-case={}\n", c.seed, in_kit(c, c.test_bins[0]),
+                md += fmt::format("PDLAB_TEST_SEED=$SEED {} --test-case={}\n", in_kit(c, c.test_bins[0]),
                                   shell_quote(k.test_case));
     md += "```\n\n";
     md += fmt::format("`./kit test {}-{}` runs the same tests on the default inputs.\n", c.lab.track, c.lab.number);

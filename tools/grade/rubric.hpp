@@ -30,10 +30,20 @@ struct Check {
     CompareSpec compare;      // kind "output"
 };
 
+// A symbol the student's exercise may not call (the exercise is to write it):
+// each one found among the undefined symbols of their compiled exercise
+// (nm -C -u) costs its points, the total never going below 0.
+struct Forbidden {
+    std::string symbol;  // demangled: "pd::argmax" matches "pd::argmax(...)" and itself
+    double points = 0;
+    std::string why;     // shown in the report
+};
+
 struct Rubric {
     std::string lab;          // "03"
     std::string title;        // optional
     std::vector<Check> checks;
+    std::vector<Forbidden> may_not_use;  // optional
     double max_points() const;
 };
 

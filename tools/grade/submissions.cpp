@@ -1,7 +1,7 @@
 #include "submissions.hpp"
 
 #include <algorithm>
-#include <regex>
+#include <string_view>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -31,11 +31,12 @@ std::vector<fs::path> find_named(const fs::path& dir, const std::string& name) {
          it.increment(ec)) {
         if (ec) break;
         std::string f = it->path().filename().string();
-        if (it->is_directory() && (f.empty() || f[0] == '.' || f == "__MACOSX" || it.depth() >= 5)) {
+        auto st = it->symlink_status(ec);
+        if (fs::is_directory(st) && (f.empty() || f[0] == '.' || f == "__MACOSX" || it.depth() >= 5)) {
             it.disable_recursion_pending();
             continue;
         }
-        if (it->is_regular_file() && f == name) hits.push_back(it->path());
+        if (fs::is_regular_file(st) && f == name) hits.push_back(it->path());
     }
     std::sort(hits.begin(), hits.end());
     return hits;
@@ -47,7 +48,7 @@ fs::path find_sources(Submission& s, const Lab& lab) {
     fs::path base;
     for (const auto& src : lab.sources) {
         fs::path direct = s.dir / src;
-        if (fs::is_regular_file(direct)) {
+        if (fs::is_regular_file(fs::symlink_status(direct))) {
             s.sources[src] = direct;
         } else {
             auto hits = find_named(s.dir, src);
@@ -80,11 +81,13 @@ void note_other_files(Submission& s, const fs::path& base, const Lab& lab, const
     fs::path kit_lab = kit / lab.rel;
     std::error_code ec;
     for (const auto& f : fs::directory_iterator(base, ec)) {
-        if (!f.is_regular_file()) continue;
+        if (!fs::is_regular_file(f.symlink_status(ec))) continue;
         std::string fname = f.path().filename().string();
         if (std::find(lab.sources.begin(), lab.sources.end(), fname) != lab.sources.end()) continue;
         if (fs::is_regular_file(kit_lab / fname)) {
-            if (normalized(read_file(f.path())) != normalized(read_file(kit_lab / fname)))
+            std::string why;
+            auto theirs = read_untrusted(f.path(), kMaxSourceBytes, why);
+            if (theirs && normalized(*theirs) != normalized(read_file(kit_lab / fname)))
                 s.notes.push_back(fmt::format("{} differs from the kit's: graded with the kit's {}, "
                                               "unchanged (a lab's headers are not part of the exercise)",
                                               fname, fname));
@@ -94,23 +97,69 @@ void note_other_files(Submission& s, const fs::path& base, const Lab& lab, const
     }
 }
 
-// An include of an absolute path or of the solutions may copy the answer: the
-// grader cannot tell, the instructor can.
+// The file an #include line names ("" when the line is no include), read by
+// hand: std::regex recursed through a 30,000-character line and overflowed the stack.
+std::string included_path(std::string_view line) {
+    auto skip_blanks = [&] { while (!line.empty() && (line[0] == ' ' || line[0] == '\t')) line.remove_prefix(1); };
+    skip_blanks();
+    if (!line.starts_with('#')) return "";
+    line.remove_prefix(1);
+    skip_blanks();
+    if (!line.starts_with("include")) return "";
+    line.remove_prefix(7);
+    skip_blanks();
+    if (line.empty() || (line[0] != '<' && line[0] != '"')) return "";
+    char close = line[0] == '<' ? '>' : '"';
+    auto end = line.find(close, 1);
+    return end == std::string_view::npos ? "" : std::string(line.substr(1, end - 1));
+}
+
+// An include that can reach past the lab folder (an absolute path, a '..'
+// component) or names the solutions may copy the answer: flagged for the
+// instructor, and the "includes" note costs the points docs/instructors.md says.
+bool include_leaves_lab(const std::string& inc) {
+    if (inc.empty()) return false;
+    if (inc[0] == '/' || inc.find("solutions") != std::string::npos) return true;
+    for (const auto& part : fs::path(inc)) if (part == "..") return true;
+    return false;
+}
+
 void note_outside_includes(Submission& s) {
-    static const std::regex include_re(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
     for (const auto& [src, path] : s.sources) {
-        std::stringstream ss(read_file(path));
+        std::string why;
+        auto text = read_untrusted(path, kMaxSourceBytes, why);
+        if (!text) continue;  // refused in find_sources already
+        std::stringstream ss(*text);
         std::string line;
         int n = 0;
         while (std::getline(ss, line)) {
             n++;
-            std::smatch m;
-            if (!std::regex_search(line, m, include_re)) continue;
-            std::string inc = m[1];
-            if (inc[0] == '/' || inc.find("solutions") != std::string::npos)
-                s.notes.push_back(fmt::format("{} line {} includes \"{}\", outside the lab: look at it by hand",
-                                              src, n, inc));
+            std::string inc = included_path(line);
+            if (!include_leaves_lab(inc)) continue;
+            s.outside_includes++;
+            s.notes.push_back(fmt::format("{} line {} includes \"{}\", outside the lab folder: look at it by hand",
+                                          src, n, inc.substr(0, 200)));
         }
+    }
+}
+
+// Symlinks and special files are never followed or read (a link to another
+// student's folder or to /etc, a FIFO that hangs a read); hidden folders are
+// not searched but named, so the instructor sees what was skipped.
+void note_unusual_entries(Submission& s) {
+    std::error_code ec;
+    int shown = 0;
+    for (auto it = fs::recursive_directory_iterator(s.dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        auto st = it->symlink_status(ec);
+        std::string rel = it->path().lexically_relative(s.dir).string();
+        std::string f = it->path().filename().string();
+        std::string note;
+        if (fs::is_symlink(st)) note = rel + " is a symlink: refused (not followed)";
+        else if (fs::is_directory(st) && !f.empty() && f[0] == '.') note = rel + " is a hidden folder: not searched";
+        else if (!fs::is_directory(st) && !fs::is_regular_file(st)) note = rel + " is not a regular file: refused";
+        if (fs::is_directory(st) && (f[0] == '.' || it.depth() >= 5)) it.disable_recursion_pending();
+        if (!note.empty() && shown++ < 20) s.notes.push_back(note);
     }
 }
 
@@ -121,7 +170,7 @@ Students list_students(const fs::path& submissions, const std::vector<std::strin
     for (const auto& e : fs::directory_iterator(submissions)) {
         std::string name = e.path().filename().string();
         if (name.empty() || name[0] == '.') continue;
-        if (e.is_directory()) st.folders.emplace_back(name, e.path());
+        if (e.is_directory() && !e.is_symlink()) st.folders.emplace_back(name, e.path());
         else st.stray.push_back(name);
     }
     std::sort(st.folders.begin(), st.folders.end());
@@ -144,8 +193,17 @@ Submission locate(const std::string& name, const fs::path& dir, const Lab& lab, 
     Submission s;
     s.name = name;
     s.dir = dir;
+    note_unusual_entries(s);  // first: a refused symlink explains a missing source
     fs::path base = find_sources(s, lab);
     if (!s.problem.empty()) return s;
+    for (const auto& [src, path] : s.sources) {
+        std::string why;
+        if (!read_untrusted(path, kMaxSourceBytes, why)) {
+            s.problem = "refused file";
+            s.problem_detail = why;
+            return s;
+        }
+    }
     for (const auto& src : lab.sources)
         if (!s.sources.count(src))
             s.notes.push_back(fmt::format("{} is missing: graded with the kit's starter {}", src, src));

@@ -22,7 +22,11 @@ struct Submission {
     std::vector<std::string> notes;           // shown in the report
     std::string problem;                      // set: nothing to build (status)
     std::string problem_detail;
+    int outside_includes = 0;                 // #include lines that leave the lab folder
 };
+
+// The largest exercise source the grader reads (a bigger one is refused).
+inline constexpr std::size_t kMaxSourceBytes = 1 << 20;
 
 struct Students {
     std::vector<std::pair<std::string, fs::path>> folders;  // name -> folder, sorted by name

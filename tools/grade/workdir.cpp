@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -14,12 +17,58 @@
 
 namespace pd::grade {
 
+namespace {
+
+// At most max_bytes from fd (a file that grows while read stops there).
+std::string read_fd(int fd, std::size_t max_bytes) {
+    std::string text;
+    char buf[65536];
+    ssize_t n;
+    while (text.size() < max_bytes && (n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            break;
+        }
+        text.append(buf, std::min(std::size_t(n), max_bytes - text.size()));
+    }
+    return text;
+}
+
+}  // namespace
+
 std::string read_file(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     if (!in) throw KitError(fmt::format("cannot read {}", p.string()));
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+std::optional<std::string> read_untrusted(const fs::path& p, std::size_t max_bytes, std::string& why) {
+    // O_NOFOLLOW refuses a symlink, O_NONBLOCK keeps a FIFO from blocking open().
+    int fd = open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        why = fmt::format("{}: {}", p.filename().string(), errno == ELOOP ? "a symlink (refused)" : std::strerror(errno));
+        return std::nullopt;
+    }
+    struct stat st {};
+    std::optional<std::string> text;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        why = fmt::format("{}: not a regular file (refused)", p.filename().string());
+    else if (std::size_t(st.st_size) > max_bytes)
+        why = fmt::format("{}: {} bytes, over the {} bytes the grader reads", p.filename().string(), st.st_size, max_bytes);
+    else
+        text = read_fd(fd, max_bytes);
+    close(fd);
+    return text;
+}
+
+nlohmann::json parse_json_limited(const std::string& text, int max_depth) {
+    auto depth_guard = [max_depth](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > max_depth) throw std::runtime_error(fmt::format("JSON nested deeper than {} levels", max_depth));
+        return true;
+    };
+    return nlohmann::json::parse(text, depth_guard);
 }
 
 bool write_if_changed(const fs::path& p, const std::string& content) {

@@ -5,11 +5,15 @@
 // run, so the engine is compiled once) and WORK/runs (scratch folders).
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace pd::grade {
 
@@ -23,6 +27,14 @@ struct UsageError : std::runtime_error {  // the command line or the input is wr
 };
 
 std::string read_file(const fs::path& p);
+// For files a student or a student's program made: nullopt (and `why` says
+// so) when `p` is a symlink, not a regular file (a FIFO would hang a plain
+// open) or larger than `max_bytes`. Never throws for the student's doing.
+std::optional<std::string> read_untrusted(const fs::path& p, std::size_t max_bytes, std::string& why);
+// A JSON parse that refuses nesting deeper than `max_depth` (deep arrays
+// would otherwise exhaust the stack when dumped or destroyed): throws
+// std::runtime_error with a short message.
+nlohmann::json parse_json_limited(const std::string& text, int max_depth = 64);
 // Writes only when the content differs, so ninja rebuilds only what changed.
 bool write_if_changed(const fs::path& p, const std::string& content);
 

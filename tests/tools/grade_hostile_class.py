@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Grades a hostile class with pdlab-grade (issue 19) and checks the gradebook.
+
+Students (lab 03, or the lab grade_fake_class.py picks), each attacking the grader:
+  abs_include   exercise.cpp is one #include of the reference solution by absolute path
+  fake_summary  prints a passing doctest summary and _exit(0)s before any test runs
+  giant         the solution plus a 30,000-character #include line (std::regex overflowed on it)
+  lingerer      the solution plus a daemon (setsid, double fork) that outlives its check
+  membomb       the solution plus child processes that each allocate 300 MB
+  vandal        the solution plus code that overwrites every other submission it can reach
+  zz_victim     the reference solution, graded after the vandal
+  =1+1          the solution, in a folder named like a spreadsheet formula
+  linker        exercise.cpp is a symlink to zz_victim's
+Expected: the run completes; abs_include scores 0 (the solutions are not in
+its sandbox) and its report flags the include; giant and zz_victim get full
+marks and zz_victim's file is unchanged; linker scores 0 with a note; "=1+1"
+is quoted as text in the gradebook; no lingerer process is left; and
+--shard 1/2 plus 2/2, merged, give the same gradebook byte for byte.
+fake_summary is printed, not asserted: see docs/instructors.md (forgeable
+summaries are still open).
+
+Usage: grade_hostile_class.py --grader GRADER --kit . --work DIR [--skip NAME]... [--unasserted]
+--unasserted prints the gradebook without checking it (the run "before").
+"""
+import argparse
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grade_fake_class import fail, pick_lab
+
+MARKER = "pdlab_hostile_linger"
+STATIC_INIT = """
+#include <cstdio>
+#include <cstdlib>
+#include <glob.h>
+#include <unistd.h>
+namespace {{ struct PdlabHostile {{ PdlabHostile() {{ {body} }} }} pdlab_hostile; }}
+"""
+BODIES = {
+    "fake_summary": 'std::printf("[doctest] test cases: 9 | 9 passed | 0 failed | 0 skipped\\n"); std::fflush(stdout); _exit(0);',
+    "vandal": 'glob_t g; if (glob("/tmp/pdlab-hostile-class.*/submissions/*/exercise.cpp", 0, nullptr, &g) == 0) '
+              '{ for (size_t i = 0; i < g.gl_pathc; i++) if (FILE* f = std::fopen(g.gl_pathv[i], "w")) '
+              '{ std::fputs("#error vandalized\\n", f); std::fclose(f); } }',
+    "lingerer": 'if (fork() == 0) { setsid(); if (fork() == 0) { execl("/bin/sh", "sh", "-c", '
+                f'"sleep 120; : {MARKER}", (char*)nullptr); }} _exit(0); }}',
+    "membomb": 'for (int i = 0; i < 8; i++) if (fork() == 0) { size_t n = size_t(300) << 20; '
+               'char* p = (char*)std::malloc(n); if (p) for (size_t j = 0; j < n; j += 4096) p[j] = 1; '
+               'sleep(2); _exit(0); }',
+}
+
+
+def lingering():
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and MARKER in (d / "cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(d.name))
+        except OSError:
+            pass
+    return pids
+
+
+def make_class(subs, lab, sol):
+    solution = (sol / "exercise.cpp").read_text()
+    students = {
+        "abs_include": f'#include "{sol / "exercise.cpp"}"\n',
+        "giant": solution + '\n#include "exercise.hpp" // ' + "x" * 30000 + "\n",
+        "zz_victim": solution,
+    }
+    for name, body in BODIES.items():
+        students[name] = solution + STATIC_INIT.format(body=body)
+    for name, text in students.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "exercise.cpp").write_text(text)
+    # A folder name a spreadsheet would run as a formula, and a submission that is a
+    # symlink to another student's file.
+    (subs / "=1+1").mkdir()
+    (subs / "=1+1" / "exercise.cpp").write_text(solution)
+    (subs / "linker").mkdir()
+    (subs / "linker" / "exercise.cpp").symlink_to(subs / "zz_victim" / "exercise.cpp")
+    return solution
+
+
+def check(rows, reports, max_points, subs, solution):
+    if "zz_victim" not in rows or float(rows["zz_victim"]["total"]) != max_points:
+        fail(f"zz_victim (the reference solution) must keep full marks after the vandal: {rows.get('zz_victim')}")
+    if (subs / "zz_victim" / "exercise.cpp").read_text() != solution:
+        fail("the vandal overwrote zz_victim's exercise.cpp: the sandbox let it reach other submissions")
+    if float(rows["giant"]["total"]) != max_points:
+        fail(f"giant (the solution with a 30,000-character line) lost points: {rows['giant']}")
+    if float(rows["abs_include"]["total"]) != 0:
+        fail(f"abs_include scored {rows['abs_include']['total']} by including the solution: the sandbox must hide it")
+    if "outside the lab folder" not in reports["abs_include"]:
+        fail("abs_include's report does not flag its include of an absolute path")
+    if "linker" not in rows or float(rows["linker"]["total"]) != 0 or "symlink" not in reports["linker"]:
+        fail(f"linker (exercise.cpp a symlink to another student's) must score 0 with a note: {rows.get('linker')}")
+    if '\n"\'=1+1",' not in (subs.parent / "grades" / "gradebook.csv").read_text():
+        fail("the student folder '=1+1' is not quoted as text in gradebook.csv")
+    for name, text in reports.items():
+        if "12345" in text:
+            fail(f"{name}'s report shows the hidden seed 12345: reports go to students")
+    if lingering():
+        fail(f"processes of the lingerer outlived the grading run: {lingering()}")
+
+
+def check_shards(cmd, out, tmp):
+    """Two shards merged must give the single run's gradebook, byte for byte."""
+    base = cmd[:cmd.index("--out")]
+    rest = cmd[cmd.index("--out") + 2:]
+    parts = []
+    for k in (1, 2):
+        part = tmp / f"shard{k}"
+        p = subprocess.run(base + ["--out", str(part)] + rest + ["--shard", f"{k}/2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            fail(f"--shard {k}/2 exited with {p.returncode}:\n{p.stdout[-3000:]}")
+        parts.append(str(part))
+    merged = tmp / "merged"
+    p = subprocess.run([cmd[0], "--merge", *reversed(parts), "--out", str(merged)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        fail(f"--merge exited with {p.returncode}: {p.stdout}")
+    if (merged / "gradebook.csv").read_bytes() != (out / "gradebook.csv").read_bytes():
+        fail("the merged gradebook of --shard 1/2 and 2/2 differs from the single run's")
+    print("ok: --shard 1/2 + 2/2 merged is byte-identical to the single run")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grader", required=True)
+    ap.add_argument("--kit", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--skip", action="append", default=[])
+    ap.add_argument("--unasserted", action="store_true")
+    a = ap.parse_args()
+    kit = Path(a.kit).resolve()
+    lab = pick_lab(kit, None)
+    if lab is None:
+        print("no lab has a rubric yet: skipped")
+        return 77
+    sol = kit / "solutions" / lab.parent.name / lab.name
+    tmp = Path(tempfile.mkdtemp(prefix="pdlab-hostile-class."))
+    try:
+        subs = tmp / "submissions"
+        solution = make_class(subs, lab, sol)
+        for name in a.skip:
+            shutil.rmtree(subs / name)
+        out = tmp / "grades"
+        cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", lab.name.split("-")[0], "--kit", str(kit),
+               "--out", str(out), "--work", str(Path(a.work).resolve()), "--timeout", "10", "--mem-mb", "512",
+               "--jobs", "2", "--threads", "1", "--seed", "12345"]
+        print("$", " ".join(cmd), flush=True)
+        t0 = time.time()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout[-6000:])
+        print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
+        time.sleep(1)
+        rows = {}
+        if (out / "gradebook.csv").is_file():
+            with open(out / "gradebook.csv", newline="") as f:
+                rows = {r["student"]: r for r in csv.DictReader(f)}
+        for n in sorted(rows):
+            print(f"  {n:12} {rows[n]['total']:>5}/{rows[n]['max']}  {rows[n]['status']}")
+        print(f"  lingering processes after the run: {len(lingering())}")
+        if a.unasserted:
+            return 0
+        if p.returncode != 0:
+            fail(f"pdlab-grade exited with {p.returncode}")
+        # A formula-like name is led by ' in the gradebook; its report keeps the folder's name.
+        reports = {n: (out / "reports" / f"{n.removeprefix(chr(39))}.md").read_text() for n in rows}
+        max_points = float(next(iter(rows.values()))["max"])
+        check(rows, reports, max_points, subs, solution)
+        check_shards(cmd, out, tmp)
+        print("ok: the hostile class graded as expected")
+        return 0
+    finally:
+        for pid in lingering():
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
