@@ -174,10 +174,6 @@ int run_bench_command(const BenchCliOptions& o) {
 
 }  // namespace
 
-Command add_bench(CLI::App& app) {
-    auto o = std::make_shared<BenchCliOptions>();
-    CLI::App* sub = add_bench_options(app, *o);
-    return {sub, [o]() { return run_bench_command(*o); }};
-}
+Command add_bench(CLI::App& app) { return options_command(app, add_bench_options, run_bench_command); }
 
 }  // namespace pd::cli

@@ -163,10 +163,6 @@ int run_compare(const CompareOptions& o) {
 
 }  // namespace
 
-Command add_compare(CLI::App& app) {
-    auto o = std::make_shared<CompareOptions>();
-    CLI::App* sub = add_compare_options(app, *o);
-    return {sub, [o]() { return run_compare(*o); }};
-}
+Command add_compare(CLI::App& app) { return options_command(app, add_compare_options, run_compare); }
 
 }  // namespace pd::cli

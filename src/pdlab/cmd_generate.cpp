@@ -104,10 +104,6 @@ int run_generate(GenerateCliOptions& o) {
 
 }  // namespace
 
-Command add_generate(CLI::App& app) {
-    auto o = std::make_shared<GenerateCliOptions>();
-    CLI::App* sub = add_generate_options(app, *o);
-    return {sub, [o]() { return run_generate(*o); }};
-}
+Command add_generate(CLI::App& app) { return options_command(app, add_generate_options, run_generate); }
 
 }  // namespace pd::cli

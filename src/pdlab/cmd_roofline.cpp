@@ -248,10 +248,6 @@ int run_roofline(const RooflineOptions& o) {
 
 }  // namespace
 
-Command add_roofline(CLI::App& app) {
-    auto o = std::make_shared<RooflineOptions>();
-    CLI::App* sub = add_roofline_options(app, *o);
-    return {sub, [o]() { return run_roofline(*o); }};
-}
+Command add_roofline(CLI::App& app) { return options_command(app, add_roofline_options, run_roofline); }
 
 }  // namespace pd::cli
