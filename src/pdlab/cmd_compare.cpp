@@ -157,7 +157,7 @@ int run_compare(const CompareOptions& o) {
     const Side cpu = bench_on(Device::cpu, o, lm);
     const Side gpu = bench_on(Device::cuda, o, lm);
     print_comparison(o, cpu, gpu);
-    if (!o.json.empty()) write_json_file(o.json, comparison_json(o, lm.model->config, cpu, gpu).dump(2));
+    if (!o.json.empty()) write_json_file(o.json, comparison_json(o, lm.model->config, cpu, gpu));
     return 0;
 }
 
