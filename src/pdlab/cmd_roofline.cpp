@@ -51,6 +51,7 @@ struct RooflineOptions {
     int bandwidth_mib = 1024;
     int peak_n = 2048;
     double seconds = 1.0;
+    int decode_context() const { return context > 0 ? context : prompt_len; }  // --context, else P
 };
 
 constexpr const char* roofline_help =
@@ -193,7 +194,7 @@ void add_phase_row(const PhaseRow& r, nlohmann::json& phases) {
 // batch size near which decode turns compute-bound.
 double place_phases(const RooflineOptions& o, const Config& c, Precision p, const Ceilings& roof,
                     nlohmann::json& phases) {
-    const int P = o.prompt_len, C = o.context > 0 ? o.context : o.prompt_len;
+    const int P = o.prompt_len, C = o.decode_context();
     PhaseCost pre = prefill_cost(c, p, P, 1, roof);
     add_phase_row({fmt::format("prefill P={}", P), p, pre, roof.ridge(),
                    fmt::format("{:.1f} ms ({:.0f} tokens/s)", pre.floor_ms, 1000.0 * P / pre.floor_ms), 1, P},
@@ -223,7 +224,7 @@ void place_model(const RooflineOptions& o, const Config& c, const Measured& m, n
             place_phases(o, c, p, m.roof(p), phases);
     j["model"] = o.model;
     j["prompt_len"] = o.prompt_len;
-    j["context"] = o.context > 0 ? o.context : o.prompt_len;
+    j["context"] = o.decode_context();
     j["matmul_params"] = c.n_matmul_params();
     j["kv_bytes_per_token"] = c.kv_elems_per_token() * sizeof(float);
     j["phases"] = phases;
