@@ -13,12 +13,14 @@
 
 namespace pd::cli {
 
-Command add_bench(CLI::App& app) {
-    struct Opts {
-        CommonOptions common;
-        BenchOptions bench;
-    };
-    auto o = std::make_shared<Opts>();
+namespace {
+
+struct BenchCliOptions {
+    CommonOptions common;
+    BenchOptions bench;
+};
+
+CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
     auto* sub = app.add_subcommand("bench",
         "Time the two phases on random prompt tokens: B prompts of P tokens prefilled (one pass\n"
         "each), then --gen decode steps for all B sequences together. Warm-up runs are thrown\n"
@@ -31,118 +33,147 @@ Command add_bench(CLI::App& app) {
         "Run it under bench/malloc_count.so (LD_PRELOAD) to also count heap allocations and\n"
         "thread creations inside the decode loop (bench/run does).\n"
         "Example: pdlab bench --model synthetic:bench-llama-125m --prompt-len 512 --gen 32 --threads 2");
-    add_common(sub, o->common);
-    sub->add_option("--prompt-len,-P", o->bench.prompt_len, "prompt tokens per sequence")->capture_default_str();
-    sub->add_option("--gen,-n", o->bench.gen, "decode steps")->capture_default_str();
-    sub->add_option("--batch,-B", o->bench.batch, "sequences decoded together")->capture_default_str();
-    sub->add_option("--warmup", o->bench.warmup, "runs discarded first")->capture_default_str();
-    sub->add_option("--repeats,-r", o->bench.repeats, "measured runs")->capture_default_str();
-    sub->add_option("--seed", o->bench.seed, "seed of the random prompt")->capture_default_str();
-    sub->add_option("--peak-gflops", o->bench.peak_gflops,
+    add_common(sub, o.common);
+    sub->add_option("--prompt-len,-P", o.bench.prompt_len, "prompt tokens per sequence")->capture_default_str();
+    sub->add_option("--gen,-n", o.bench.gen, "decode steps")->capture_default_str();
+    sub->add_option("--batch,-B", o.bench.batch, "sequences decoded together")->capture_default_str();
+    sub->add_option("--warmup", o.bench.warmup, "runs discarded first")->capture_default_str();
+    sub->add_option("--repeats,-r", o.bench.repeats, "measured runs")->capture_default_str();
+    sub->add_option("--seed", o.bench.seed, "seed of the random prompt")->capture_default_str();
+    sub->add_option("--peak-gflops", o.bench.peak_gflops,
                     "matrix peak for the prefill floor, in GFLOP/s (default: measure it with a "
                     "quick oneDNN probe in the model's precision)");
-    sub->add_option("--probe-seconds", o->bench.bandwidth_probe_s,
+    sub->add_option("--probe-seconds", o.bench.bandwidth_probe_s,
                     "seconds of each DRAM bandwidth probe before and after the timed runs (0: no "
                     "probes, no floors)")
         ->capture_default_str();
-    return {sub, [o]() {
-        const BenchOptions& b = o->bench;
-        Session s = load_session(o->common);
-        start_engine(s, o->common, b.batch, std::int64_t(b.prompt_len) + b.gen);
-        const Config& c = s.engine->config();
-        std::fprintf(stderr, "benchmarking %s (%s) on %s: P=%d, %d decode steps, batch %d, %d warm-up + %d runs\n",
-                     o->common.model.c_str(), o->common.precision.c_str(), s.engine->hardware().c_str(),
-                     b.prompt_len, b.gen, b.batch, b.warmup, b.repeats);
-        const bool on_cpu = s.engine->device() == Device::cpu;  // only a CPU run packs for the CPU kernels
-        const std::string kernels = on_cpu ? describe_kernels(cpu_weights(s.engine->host_model()).layers[0].qkv) : "";
-        if (on_cpu) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
-        BenchResult r = run_bench(*s.engine, b);
-        const bool floors = r.bandwidth_gbps > 0;
-        std::printf("prefill  %4d x %d tokens: %s  (%.1f tokens/s)\n", b.batch, b.prompt_len,
-                    format_stats(r.prefill).c_str(), r.prefill_tokens_per_s);
-        std::printf("decode   batch %d, per step: %s  (%.1f tokens/s)\n", b.batch,
-                    format_stats(r.decode_step).c_str(), r.decode_tokens_per_s);
-        std::printf("cache    final length %d (expected P + gen = %d)\n", r.final_cache_len, b.prompt_len + b.gen);
-        if (floors) {
-            std::printf("ceilings DRAM read %.1f GB/s before, %.1f after (floors use %.1f); matrix peak %.0f GFLOP/s (%s)\n",
-                        r.bandwidth_before.best_gbps, r.bandwidth_after.best_gbps, r.bandwidth_gbps,
-                        r.peak_gflops, r.peak_source.c_str());
-            std::printf("floor    prefill %.2f ms (%s-bound: %.1f GFLOP, %.0f FLOP/byte); measured %.2fx the floor, %.0f%% of peak\n",
-                        r.prefill_floor.floor_ms, r.prefill_floor.bound, r.prefill_floor.flops / 1e9,
-                        r.prefill_floor.intensity, r.prefill.median / r.prefill_floor.floor_ms,
-                        100.0 * r.prefill_floor.flops / (r.prefill.median * 1e6) / r.peak_gflops);
-            if (b.gen > 0)
-                std::printf("floor    decode step %.3f ms (%s-bound: %.1f MB read, %.1f FLOP/byte, context %.1f); measured %.2fx the floor, %.1f GB/s effective\n",
-                            r.decode_floor.floor_ms, r.decode_floor.bound, r.decode_floor.bytes / 1e6,
-                            r.decode_floor.intensity, r.decode_context,
-                            r.decode_step.median / r.decode_floor.floor_ms,
-                            r.decode_floor.bytes / (r.decode_step.median * 1e6));
-        }
-        if (r.decode_allocations >= 0)
-            std::printf("checks   decode loop: %ld heap allocations, %ld threads created (process threads %d before, %d after)\n",
-                        r.decode_allocations, r.decode_threads_created, r.threads_before, r.threads_after);
-        if (!o->common.json.empty()) {
-            nlohmann::json j;
-            j["model"] = o->common.model;
-            j["family"] = family_name(c.family);
-            j["precision"] = o->common.precision;
-            j["device"] = device_name(s.engine->device());
-            j["hardware"] = s.engine->hardware();
-            j["cpu"] = cpu_model();
-            j["threads"] = omp_get_max_threads();
-            j["batch"] = b.batch;
-            j["prompt_len"] = b.prompt_len;
-            j["steps"] = b.gen;
-            j["warmup"] = b.warmup;
-            j["repeats"] = b.repeats;
-            j["prefill_ms"] = r.prefill_ms;
-            j["prefill_ms_median"] = r.prefill.median;
-            j["prefill_ms_mean"] = r.prefill.mean;
-            j["prefill_ms_stdev"] = r.prefill.stdev;
-            j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
-            j["decode_ms_per_token_median"] = r.decode_step.median;
-            j["decode_ms_per_token_mean"] = r.decode_step.mean;
-            j["decode_ms_per_token_stdev"] = r.decode_step.stdev;
-            j["decode_ms_per_token_p90"] = r.decode_step.p90;
-            j["decode_tokens_per_s"] = r.decode_tokens_per_s;
-            j["final_cache_len"] = r.final_cache_len;
-            // The ceilings of this run and the floors they imply (0 when not measured).
-            j["bandwidth_gbps_before"] = r.bandwidth_before.best_gbps;
-            j["bandwidth_gbps_after"] = r.bandwidth_after.best_gbps;
-            j["bandwidth_gbps_median_before"] = r.bandwidth_before.median_gbps;
-            j["bandwidth_gbps_median_after"] = r.bandwidth_after.median_gbps;
-            j["bandwidth_gbps"] = r.bandwidth_gbps;
-            j["peak_gflops"] = r.peak_gflops;
-            j["peak_source"] = r.peak_source;
-            j["prefill_flops"] = r.prefill_floor.flops;
-            j["prefill_bytes"] = r.prefill_floor.bytes;
-            j["prefill_intensity"] = r.prefill_floor.intensity;
-            j["prefill_floor_ms"] = floors ? r.prefill_floor.floor_ms : 0.0;
-            j["prefill_floor_bound"] = r.prefill_floor.bound;
-            j["prefill_vs_floor"] = floors ? r.prefill.median / r.prefill_floor.floor_ms : 0.0;
-            j["prefill_fraction_of_peak"] =
-                r.peak_gflops > 0 ? r.prefill_floor.flops / (r.prefill.median * 1e6) / r.peak_gflops : 0.0;
-            j["decode_context_mean"] = r.decode_context;
-            j["decode_bytes_per_step"] = r.decode_floor.bytes;
-            j["decode_flops_per_step"] = r.decode_floor.flops;
-            j["decode_intensity"] = r.decode_floor.intensity;
-            j["decode_step_ms"] = r.decode_step_ms;
-            j["decode_floor_ms"] = floors ? r.decode_floor.floor_ms : 0.0;
-            j["decode_floor_bound"] = r.decode_floor.bound;
-            j["decode_vs_floor"] = floors && b.gen > 0 ? r.decode_step.median / r.decode_floor.floor_ms : 0.0;
-            j["decode_effective_gbps"] = b.gen > 0 ? r.decode_floor.bytes / (r.decode_step.median * 1e6) : 0.0;
-            j["decode_allocations"] = r.decode_allocations;
-            j["decode_threads_created"] = r.decode_threads_created;
-            j["process_threads_before"] = r.threads_before;
-            j["process_threads_after"] = r.threads_after;
-            j["timing_method"] = s.engine->timing_method();
-            j["compiler"] = compiler_version();
-            j["onednn"] = onednn_version();
-            if (on_cpu) j["cpu_kernels"] = kernels;
-            write_json_file(o->common.json, j);
-        }
-        return 0;
-    }};
+    return sub;
 }
+
+// Measured time over the floor's (how far from what the machine allows), and the
+// GFLOP/s or GB/s actually reached; 0 where there is no floor or no decode.
+double prefill_vs_floor(const BenchResult& r) { return r.prefill.median / r.prefill_floor.floor_ms; }
+double prefill_fraction_of_peak(const BenchResult& r) {
+    return r.prefill_floor.flops / (r.prefill.median * 1e6) / r.peak_gflops;
+}
+double decode_vs_floor(const BenchResult& r) { return r.decode_step.median / r.decode_floor.floor_ms; }
+double decode_effective_gbps(const BenchResult& r) { return r.decode_floor.bytes / (r.decode_step.median * 1e6); }
+
+void print_floors(const BenchOptions& b, const BenchResult& r) {
+    std::printf("ceilings DRAM read %.1f GB/s before, %.1f after (floors use %.1f); matrix peak %.0f GFLOP/s (%s)\n",
+                r.bandwidth_before.best_gbps, r.bandwidth_after.best_gbps, r.bandwidth_gbps,
+                r.peak_gflops, r.peak_source.c_str());
+    std::printf("floor    prefill %.2f ms (%s-bound: %.1f GFLOP, %.0f FLOP/byte); measured %.2fx the floor, %.0f%% of peak\n",
+                r.prefill_floor.floor_ms, r.prefill_floor.bound, r.prefill_floor.flops / 1e9,
+                r.prefill_floor.intensity, prefill_vs_floor(r), 100.0 * prefill_fraction_of_peak(r));
+    if (b.gen > 0)
+        std::printf("floor    decode step %.3f ms (%s-bound: %.1f MB read, %.1f FLOP/byte, context %.1f); measured %.2fx the floor, %.1f GB/s effective\n",
+                    r.decode_floor.floor_ms, r.decode_floor.bound, r.decode_floor.bytes / 1e6,
+                    r.decode_floor.intensity, r.decode_context, decode_vs_floor(r), decode_effective_gbps(r));
+}
+
+void print_bench(const BenchOptions& b, const BenchResult& r) {
+    std::printf("prefill  %4d x %d tokens: %s  (%.1f tokens/s)\n", b.batch, b.prompt_len,
+                format_stats(r.prefill).c_str(), r.prefill_tokens_per_s);
+    std::printf("decode   batch %d, per step: %s  (%.1f tokens/s)\n", b.batch,
+                format_stats(r.decode_step).c_str(), r.decode_tokens_per_s);
+    std::printf("cache    final length %d (expected P + gen = %d)\n", r.final_cache_len, b.prompt_len + b.gen);
+    if (r.bandwidth_gbps > 0) print_floors(b, r);
+    if (r.decode_allocations >= 0)
+        std::printf("checks   decode loop: %ld heap allocations, %ld threads created (process threads %d before, %d after)\n",
+                    r.decode_allocations, r.decode_threads_created, r.threads_before, r.threads_after);
+}
+
+// What ran, where, and how it was timed.
+void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& engine) {
+    const BenchOptions& b = o.bench;
+    j["model"] = o.common.model;
+    j["family"] = family_name(engine.config().family);
+    j["precision"] = o.common.precision;
+    j["device"] = device_name(engine.device());
+    j["hardware"] = engine.hardware();
+    j["cpu"] = cpu_model();
+    j["threads"] = omp_get_max_threads();
+    j["batch"] = b.batch;
+    j["prompt_len"] = b.prompt_len;
+    j["steps"] = b.gen;
+    j["warmup"] = b.warmup;
+    j["repeats"] = b.repeats;
+    j["timing_method"] = engine.timing_method();
+    j["compiler"] = compiler_version();
+    j["onednn"] = onednn_version();
+}
+
+void add_timing_fields(nlohmann::json& j, const BenchResult& r) {
+    j["prefill_ms"] = r.prefill_ms;
+    j["prefill_ms_median"] = r.prefill.median;
+    j["prefill_ms_mean"] = r.prefill.mean;
+    j["prefill_ms_stdev"] = r.prefill.stdev;
+    j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
+    j["decode_ms_per_token_median"] = r.decode_step.median;
+    j["decode_ms_per_token_mean"] = r.decode_step.mean;
+    j["decode_ms_per_token_stdev"] = r.decode_step.stdev;
+    j["decode_ms_per_token_p90"] = r.decode_step.p90;
+    j["decode_tokens_per_s"] = r.decode_tokens_per_s;
+    j["decode_step_ms"] = r.decode_step_ms;
+    j["decode_context_mean"] = r.decode_context;
+    j["final_cache_len"] = r.final_cache_len;
+    j["decode_allocations"] = r.decode_allocations;
+    j["decode_threads_created"] = r.decode_threads_created;
+    j["process_threads_before"] = r.threads_before;
+    j["process_threads_after"] = r.threads_after;
+}
+
+// The ceilings of this run and the floors they imply (0 when not measured).
+void add_floor_fields(nlohmann::json& j, const BenchOptions& b, const BenchResult& r) {
+    const bool floors = r.bandwidth_gbps > 0;
+    j["bandwidth_gbps_before"] = r.bandwidth_before.best_gbps;
+    j["bandwidth_gbps_after"] = r.bandwidth_after.best_gbps;
+    j["bandwidth_gbps_median_before"] = r.bandwidth_before.median_gbps;
+    j["bandwidth_gbps_median_after"] = r.bandwidth_after.median_gbps;
+    j["bandwidth_gbps"] = r.bandwidth_gbps;
+    j["peak_gflops"] = r.peak_gflops;
+    j["peak_source"] = r.peak_source;
+    j["prefill_flops"] = r.prefill_floor.flops;
+    j["prefill_bytes"] = r.prefill_floor.bytes;
+    j["prefill_intensity"] = r.prefill_floor.intensity;
+    j["prefill_floor_ms"] = floors ? r.prefill_floor.floor_ms : 0.0;
+    j["prefill_floor_bound"] = r.prefill_floor.bound;
+    j["prefill_vs_floor"] = floors ? prefill_vs_floor(r) : 0.0;
+    j["prefill_fraction_of_peak"] = r.peak_gflops > 0 ? prefill_fraction_of_peak(r) : 0.0;
+    j["decode_bytes_per_step"] = r.decode_floor.bytes;
+    j["decode_flops_per_step"] = r.decode_floor.flops;
+    j["decode_intensity"] = r.decode_floor.intensity;
+    j["decode_floor_ms"] = floors ? r.decode_floor.floor_ms : 0.0;
+    j["decode_floor_bound"] = r.decode_floor.bound;
+    j["decode_vs_floor"] = floors && b.gen > 0 ? decode_vs_floor(r) : 0.0;
+    j["decode_effective_gbps"] = b.gen > 0 ? decode_effective_gbps(r) : 0.0;
+}
+
+int run_bench_command(const BenchCliOptions& o) {
+    const BenchOptions& b = o.bench;
+    Session s = load_session(o.common);
+    start_engine(s, o.common, b.batch, std::int64_t(b.prompt_len) + b.gen);
+    std::fprintf(stderr, "benchmarking %s (%s) on %s: P=%d, %d decode steps, batch %d, %d warm-up + %d runs\n",
+                 o.common.model.c_str(), o.common.precision.c_str(), s.engine->hardware().c_str(),
+                 b.prompt_len, b.gen, b.batch, b.warmup, b.repeats);
+    const bool on_cpu = s.engine->device() == Device::cpu;  // only a CPU run packs for the CPU kernels
+    const std::string kernels = on_cpu ? describe_kernels(cpu_weights(s.engine->host_model()).layers[0].qkv) : "";
+    if (on_cpu) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
+    BenchResult r = run_bench(*s.engine, b);
+    print_bench(b, r);
+    if (o.common.json.empty()) return 0;
+    nlohmann::json j;
+    add_run_fields(j, o, *s.engine);
+    add_timing_fields(j, r);
+    add_floor_fields(j, b, r);
+    if (on_cpu) j["cpu_kernels"] = kernels;
+    write_json_file(o.common.json, j);
+    return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) { return options_command(app, add_bench_options, run_bench_command); }
 
 }  // namespace pd::cli

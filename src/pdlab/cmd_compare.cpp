@@ -45,113 +45,124 @@ nlohmann::json side_json(const Side& s) {
 // CPU time over GPU time: how many times faster the GPU is (0 when unknown).
 double speedup(double cpu_ms, double gpu_ms) { return cpu_ms > 0 && gpu_ms > 0 ? cpu_ms / gpu_ms : 0.0; }
 
-}  // namespace
+struct CompareOptions {
+    std::string model = "synthetic:bench-llama-125m";
+    std::string precision = "f32";
+    int threads = 0;
+    std::string json;
+    BenchOptions bench;
+};
 
-Command add_compare(CLI::App& app) {
-    struct Opts {
-        std::string model = "synthetic:bench-llama-125m";
-        std::string precision = "f32";
-        int threads = 0;
-        std::string json;
-        BenchOptions bench;
-    };
-    auto o = std::make_shared<Opts>();
+CLI::App* add_compare_options(CLI::App& app, CompareOptions& o) {
     auto* sub = app.add_subcommand("compare",
         "Run the same benchmark as `pdlab bench` on the CPU and on the GPU (--device cuda) and\n"
         "print them side by side: prefill time and tokens/s, decode ms per token, TTFT and TPOT\n"
         "(model-side: no tokenizer, no sampling), the hardware of each, and the GPU's speed-up.\n"
         "Needs a build with the CUDA backend and a GPU; refused with a message otherwise.\n"
         "Example: pdlab compare --model synthetic:bench-llama-125m --precision bf16 -P 512 -n 32");
-    sub->add_option("--model,-m", o->model, model_help())->capture_default_str();
-    sub->add_option("--precision", o->precision,
+    sub->add_option("--model,-m", o.model, model_help())->capture_default_str();
+    sub->add_option("--precision", o.precision,
                     "f32, or bf16 (weights in bfloat16, products accumulated in float32), on both devices")
         ->check(CLI::IsMember({"f32", "bf16"}))
         ->capture_default_str();
-    sub->add_option("--threads,-t", o->threads, "OpenMP threads of the CPU run (default: all cores)")
+    sub->add_option("--threads,-t", o.threads, "OpenMP threads of the CPU run (default: all cores)")
         ->check(CLI::PositiveNumber.description("(a positive number)"));
-    sub->add_option("--prompt-len,-P", o->bench.prompt_len, "prompt tokens per sequence")->capture_default_str();
-    sub->add_option("--gen,-n", o->bench.gen, "decode steps")->capture_default_str();
-    sub->add_option("--batch,-B", o->bench.batch, "sequences decoded together")->capture_default_str();
-    sub->add_option("--warmup", o->bench.warmup, "runs discarded first, on each device")->capture_default_str();
-    sub->add_option("--repeats,-r", o->bench.repeats, "measured runs, on each device")->capture_default_str();
-    sub->add_option("--seed", o->bench.seed, "seed of the random prompt (the same on both)")->capture_default_str();
-    sub->add_option("--json", o->json, "also write both results and the ratios to this JSON file");
-    return {sub, [o]() {
-        // Refuse before loading anything: without a GPU there is nothing to compare.
-        std::string why;
-        if (!cuda_available(&why))
-            fail("compare runs the benchmark on the CPU and on the GPU, so it needs --device cuda to "
-                 "be available, and it is not: {}. To time the CPU alone, use pdlab bench --device cpu.",
-                 why);
-        if (o->threads > 0) omp_set_num_threads(o->threads);
-        const Precision prec = parse_precision(o->precision);
-        const BenchOptions& b = o->bench;
-        LoadedModel lm = load_model(o->model, prec);
-        EngineOptions eo;
-        eo.batch = b.batch;
-        eo.max_seq = int(std::min<std::int64_t>(std::int64_t(b.prompt_len) + b.gen, lm.model->config.max_seq_len));
-
-        Side sides[2];
-        const Device devices[2] = {Device::cpu, Device::cuda};
-        for (int i = 0; i < 2; i++) {
-            eo.device = devices[i];
-            auto engine = make_engine(lm.model, eo);
-            validate(b, *engine);
-            sides[i].device = device_name(engine->device());
-            sides[i].hardware = engine->hardware();
-            sides[i].timing_method = engine->timing_method();
-            std::fprintf(stderr, "benchmarking %s (%s) on %s: P=%d, %d decode steps, batch %d, %d warm-up + %d runs\n",
-                         o->model.c_str(), o->precision.c_str(), sides[i].hardware.c_str(), b.prompt_len,
-                         b.gen, b.batch, b.warmup, b.repeats);
-            sides[i].r = run_bench(*engine, b);
-        }
-        const Side &cpu = sides[0], &gpu = sides[1];
-        const double sp_prefill = speedup(cpu.r.prefill.median, gpu.r.prefill.median);
-        const double sp_decode = speedup(cpu.r.decode_step.median, gpu.r.decode_step.median);
-
-        std::printf("compare %s (%s): P=%d, %d decode steps, batch %d; medians of %d runs after %d warm-up\n",
-                    o->model.c_str(), o->precision.c_str(), b.prompt_len, b.gen, b.batch, b.repeats, b.warmup);
-        std::printf("  cpu  : %s (%d OpenMP threads)\n", cpu.hardware.c_str(), omp_get_max_threads());
-        std::printf("  cuda : %s\n", gpu.hardware.c_str());
-        std::printf("%-34s %14s %14s %12s\n", "", "cpu", "cuda", "GPU speed-up");
-        auto row = [](const char* what, double c, double g, double sp) {
-            if (sp > 0) std::printf("%-34s %14.3f %14.3f %11.1fx\n", what, c, g, sp);
-            else std::printf("%-34s %14.3f %14.3f %12s\n", what, c, g, "-");
-        };
-        row(fmt::format("prefill ms ({} x {} tokens)", b.batch, b.prompt_len).c_str(), cpu.r.prefill.median,
-            gpu.r.prefill.median, sp_prefill);
-        row("prefill tokens/s", cpu.r.prefill_tokens_per_s, gpu.r.prefill_tokens_per_s, sp_prefill);
-        if (b.gen > 0) {
-            row("decode ms per step", cpu.r.decode_step.median, gpu.r.decode_step.median, sp_decode);
-            row("decode tokens/s", cpu.r.decode_tokens_per_s, gpu.r.decode_tokens_per_s, sp_decode);
-        }
-        row("TTFT ms (model-side: the prefill)", cpu.r.prefill.median, gpu.r.prefill.median, sp_prefill);
-        if (b.gen > 0) row("TPOT ms (model-side: one step)", cpu.r.decode_step.median, gpu.r.decode_step.median, sp_decode);
-        std::printf("cache: final length %d on cpu, %d on cuda (expected P + gen = %d)\n", cpu.r.final_cache_len,
-                    gpu.r.final_cache_len, b.prompt_len + b.gen);
-        std::printf("timing: cpu: %s\n        cuda: %s\n", cpu.timing_method.c_str(), gpu.timing_method.c_str());
-
-        if (!o->json.empty()) {
-            nlohmann::json j;
-            j["model"] = o->model;
-            j["family"] = family_name(lm.model->config.family);
-            j["precision"] = o->precision;
-            j["batch"] = b.batch;
-            j["prompt_len"] = b.prompt_len;
-            j["steps"] = b.gen;
-            j["warmup"] = b.warmup;
-            j["repeats"] = b.repeats;
-            j["threads"] = omp_get_max_threads();
-            j["cpu"] = side_json(cpu);
-            j["cuda"] = side_json(gpu);
-            j["gpu_speedup_prefill"] = sp_prefill;
-            j["gpu_speedup_decode"] = sp_decode;
-            j["compiler"] = compiler_version();
-            j["onednn"] = onednn_version();
-            write_json_file(o->json, j.dump(2));
-        }
-        return 0;
-    }};
+    sub->add_option("--prompt-len,-P", o.bench.prompt_len, "prompt tokens per sequence")->capture_default_str();
+    sub->add_option("--gen,-n", o.bench.gen, "decode steps")->capture_default_str();
+    sub->add_option("--batch,-B", o.bench.batch, "sequences decoded together")->capture_default_str();
+    sub->add_option("--warmup", o.bench.warmup, "runs discarded first, on each device")->capture_default_str();
+    sub->add_option("--repeats,-r", o.bench.repeats, "measured runs, on each device")->capture_default_str();
+    sub->add_option("--seed", o.bench.seed, "seed of the random prompt (the same on both)")->capture_default_str();
+    sub->add_option("--json", o.json, "also write both results and the ratios to this JSON file");
+    return sub;
 }
+
+// The benchmark on one device, with the model already loaded (shared by both runs).
+Side bench_on(Device device, const CompareOptions& o, const LoadedModel& lm) {
+    const BenchOptions& b = o.bench;
+    EngineOptions eo;
+    eo.batch = b.batch;
+    eo.max_seq = int(std::min<std::int64_t>(std::int64_t(b.prompt_len) + b.gen, lm.model->config.max_seq_len));
+    eo.device = device;
+    auto engine = make_engine(lm.model, eo);
+    validate(b, *engine);
+    Side side{device_name(engine->device()), engine->hardware(), engine->timing_method(), {}};
+    std::fprintf(stderr, "benchmarking %s (%s) on %s: P=%d, %d decode steps, batch %d, %d warm-up + %d runs\n",
+                 o.model.c_str(), o.precision.c_str(), side.hardware.c_str(), b.prompt_len,
+                 b.gen, b.batch, b.warmup, b.repeats);
+    side.r = run_bench(*engine, b);
+    return side;
+}
+
+// One row of the table: the CPU's value, the GPU's, and the speed-up ("-" when unknown).
+void print_row(const std::string& what, double cpu, double gpu, double sp) {
+    if (sp > 0) std::printf("%-34s %14.3f %14.3f %11.1fx\n", what.c_str(), cpu, gpu, sp);
+    else std::printf("%-34s %14.3f %14.3f %12s\n", what.c_str(), cpu, gpu, "-");
+}
+
+void print_comparison(const CompareOptions& o, const Side& cpu, const Side& gpu) {
+    const BenchOptions& b = o.bench;
+    const double sp_prefill = speedup(cpu.r.prefill.median, gpu.r.prefill.median);
+    const double sp_decode = speedup(cpu.r.decode_step.median, gpu.r.decode_step.median);
+    std::printf("compare %s (%s): P=%d, %d decode steps, batch %d; medians of %d runs after %d warm-up\n",
+                o.model.c_str(), o.precision.c_str(), b.prompt_len, b.gen, b.batch, b.repeats, b.warmup);
+    std::printf("  cpu  : %s (%d OpenMP threads)\n", cpu.hardware.c_str(), omp_get_max_threads());
+    std::printf("  cuda : %s\n", gpu.hardware.c_str());
+    std::printf("%-34s %14s %14s %12s\n", "", "cpu", "cuda", "GPU speed-up");
+    print_row(fmt::format("prefill ms ({} x {} tokens)", b.batch, b.prompt_len), cpu.r.prefill.median,
+              gpu.r.prefill.median, sp_prefill);
+    print_row("prefill tokens/s", cpu.r.prefill_tokens_per_s, gpu.r.prefill_tokens_per_s, sp_prefill);
+    if (b.gen > 0) {
+        print_row("decode ms per step", cpu.r.decode_step.median, gpu.r.decode_step.median, sp_decode);
+        print_row("decode tokens/s", cpu.r.decode_tokens_per_s, gpu.r.decode_tokens_per_s, sp_decode);
+    }
+    print_row("TTFT ms (model-side: the prefill)", cpu.r.prefill.median, gpu.r.prefill.median, sp_prefill);
+    if (b.gen > 0)
+        print_row("TPOT ms (model-side: one step)", cpu.r.decode_step.median, gpu.r.decode_step.median, sp_decode);
+    std::printf("cache: final length %d on cpu, %d on cuda (expected P + gen = %d)\n", cpu.r.final_cache_len,
+                gpu.r.final_cache_len, b.prompt_len + b.gen);
+    std::printf("timing: cpu: %s\n        cuda: %s\n", cpu.timing_method.c_str(), gpu.timing_method.c_str());
+}
+
+nlohmann::json comparison_json(const CompareOptions& o, const Config& config, const Side& cpu, const Side& gpu) {
+    const BenchOptions& b = o.bench;
+    nlohmann::json j;
+    j["model"] = o.model;
+    j["family"] = family_name(config.family);
+    j["precision"] = o.precision;
+    j["batch"] = b.batch;
+    j["prompt_len"] = b.prompt_len;
+    j["steps"] = b.gen;
+    j["warmup"] = b.warmup;
+    j["repeats"] = b.repeats;
+    j["threads"] = omp_get_max_threads();
+    j["cpu"] = side_json(cpu);
+    j["cuda"] = side_json(gpu);
+    j["gpu_speedup_prefill"] = speedup(cpu.r.prefill.median, gpu.r.prefill.median);
+    j["gpu_speedup_decode"] = speedup(cpu.r.decode_step.median, gpu.r.decode_step.median);
+    j["compiler"] = compiler_version();
+    j["onednn"] = onednn_version();
+    return j;
+}
+
+int run_compare(const CompareOptions& o) {
+    // Refuse before loading anything: without a GPU there is nothing to compare.
+    std::string why;
+    if (!cuda_available(&why))
+        fail("compare runs the benchmark on the CPU and on the GPU, so it needs --device cuda to "
+             "be available, and it is not: {}. To time the CPU alone, use pdlab bench --device cpu.",
+             why);
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    LoadedModel lm = load_model(o.model, parse_precision(o.precision));
+    const Side cpu = bench_on(Device::cpu, o, lm);
+    const Side gpu = bench_on(Device::cuda, o, lm);
+    print_comparison(o, cpu, gpu);
+    if (!o.json.empty()) write_json_file(o.json, comparison_json(o, lm.model->config, cpu, gpu));
+    return 0;
+}
+
+}  // namespace
+
+Command add_compare(CLI::App& app) { return options_command(app, add_compare_options, run_compare); }
 
 }  // namespace pd::cli

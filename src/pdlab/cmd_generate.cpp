@@ -9,84 +9,101 @@
 
 namespace pd::cli {
 
-Command add_generate(CLI::App& app) {
-    struct Opts {
-        CommonOptions common;
-        PromptOptions prompt;
-        int n = 32;
-        bool greedy = false, no_cache = false, ignore_eos = false, trace = false;
-        SamplerConfig sampler{0.8f, 40, 0.95f, 42};
-    };
-    auto o = std::make_shared<Opts>();
+namespace {
+
+struct GenerateCliOptions {
+    CommonOptions common;
+    PromptOptions prompt;
+    int n = 32;
+    bool greedy = false, no_cache = false, ignore_eos = false, trace = false;
+    SamplerConfig sampler{0.8f, 40, 0.95f, 42};
+};
+
+CLI::App* add_generate_options(CLI::App& app, GenerateCliOptions& o) {
     auto* sub = app.add_subcommand("generate",
         "Generate text: prefill the prompt in one pass, then decode one token per step.\n"
         "Prints the text as it is produced and the phase timings (prefill, TTFT, TPOT) on stderr.\n"
         "Example: pdlab generate --prompt \"Once upon a time\" -n 40 --greedy");
-    add_common(sub, o->common);
-    add_prompt(sub, o->prompt);
-    sub->add_option("-n,--max-new-tokens", o->n, "tokens to generate")
+    add_common(sub, o.common);
+    add_prompt(sub, o.prompt);
+    sub->add_option("-n,--max-new-tokens", o.n, "tokens to generate")
         ->check(CLI::Range(0, 1 << 20).description("(0 or more)"))->capture_default_str();
-    auto* greedy = sub->add_flag("--greedy", o->greedy, "always pick the most likely token (temperature 0)");
-    sub->add_option("--temperature", o->sampler.temperature, "sampling temperature; 0 means greedy")
+    auto* greedy = sub->add_flag("--greedy", o.greedy, "always pick the most likely token (temperature 0)");
+    sub->add_option("--temperature", o.sampler.temperature, "sampling temperature; 0 means greedy")
         ->check(CLI::Range(0.0, 100.0).description("(0 to 100)"))->capture_default_str()->excludes(greedy);
-    sub->add_option("--top-k", o->sampler.top_k, "sample among the k most likely tokens (0: all)")
+    sub->add_option("--top-k", o.sampler.top_k, "sample among the k most likely tokens (0: all)")
         ->check(CLI::Range(0, 1 << 30).description("(0 or more)"))->capture_default_str();
-    sub->add_option("--top-p", o->sampler.top_p, "sample among the most likely tokens whose probability adds up to p")
+    sub->add_option("--top-p", o.sampler.top_p, "sample among the most likely tokens whose probability adds up to p")
         ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))->capture_default_str();
-    sub->add_option("--seed", o->sampler.seed, "random seed: the same seed gives the same text")->capture_default_str();
-    sub->add_flag("--no-cache", o->no_cache,
+    sub->add_option("--seed", o.sampler.seed, "random seed: the same seed gives the same text")->capture_default_str();
+    sub->add_flag("--no-cache", o.no_cache,
                   "recompute the whole sequence every step instead of reading the KV cache "
                   "(same tokens, much slower: the cost the cache saves)");
-    sub->add_flag("--ignore-eos", o->ignore_eos, "keep going past the end-of-text token");
-    sub->add_flag("--trace", o->trace, "print the prefill/decode trace table after the text");
-    return {sub, [o]() {
-        if (o->greedy) o->sampler.temperature = 0.0f;
-        validate(o->sampler);
-        Session s = load_session(o->common);
-        const Tokenizer& tok = s.loaded.tokenizer;
-        std::vector<int> ids = prompt_ids(o->prompt, tok);
-        start_engine(s, o->common, 1, generate_positions(ids.size(), o->n));
-        GenerateOptions g;
-        g.max_new_tokens = o->n;
-        g.sampler = o->sampler;
-        g.use_cache = !o->no_cache;
-        g.stop_at_eos = !o->ignore_eos;
-        StreamDecoder stream(tok);
-        if (!o->prompt.text.empty()) std::fputs(o->prompt.text.c_str(), stdout);
-        GenerateResult r = generate(*s.engine, ids, g, [&](int id) {
-            if (id == s.engine->config().eos_id && g.stop_at_eos) return;
-            std::fputs(stream.push(id).c_str(), stdout);
-            std::fflush(stdout);
-        });
-        std::fputs(stream.flush().c_str(), stdout);
-        std::fputs("\n", stdout);
-        if (o->trace) std::fputs(format_trace(r.trace).c_str(), stdout);
-        std::fflush(stdout);  // the summary goes to stderr: keep it after the text
-        std::fprintf(stderr,
-                     "[%s, %s, %s] prompt %zu tokens, generated %zu%s | prefill %.2f ms | TTFT %.2f ms | "
-                     "TPOT %.2f ms | %s\n",
-                     o->common.model.c_str(), o->common.precision.c_str(), device_name(s.engine->device()),
-                     ids.size(), r.generated_ids.size(), r.stopped_at_eos ? " (stopped at eos)" : "",
-                     r.prefill_ms, r.ttft_ms, r.tpot_ms, g.use_cache ? "KV cache on" : "no cache (recompute)");
-        if (!o->common.json.empty()) {
-            nlohmann::json j;
-            j["model"] = o->common.model;
-            j["precision"] = o->common.precision;
-            j["device"] = device_name(s.engine->device());
-            j["hardware"] = s.engine->hardware();
-            j["use_cache"] = g.use_cache;
-            j["prompt_ids"] = r.prompt_ids;
-            j["generated_ids"] = r.generated_ids;
-            j["prompt_text"] = o->prompt.text;
-            j["text"] = tok.decode(r.generated_ids);
-            j["stopped_at_eos"] = r.stopped_at_eos;
-            j["timings"] = {{"prefill_ms", r.prefill_ms}, {"decode_ms", r.decode_ms},
-                            {"ttft_ms", r.ttft_ms},       {"tpot_ms", r.tpot_ms},
-                            {"total_ms", r.total_ms},     {"timing_method", s.engine->timing_method()}};
-            write_json_file(o->common.json, j);
-        }
-        return 0;
-    }};
+    sub->add_flag("--ignore-eos", o.ignore_eos, "keep going past the end-of-text token");
+    sub->add_flag("--trace", o.trace, "print the prefill/decode trace table after the text");
+    return sub;
 }
+
+// The one-line summary on stderr: what ran, how many tokens, the phase timings.
+void print_summary(const GenerateCliOptions& o, const Engine& engine, std::size_t prompt_tokens,
+                   const GenerateResult& r, bool use_cache) {
+    std::fprintf(stderr,
+                 "[%s, %s, %s] prompt %zu tokens, generated %zu%s | prefill %.2f ms | TTFT %.2f ms | "
+                 "TPOT %.2f ms | %s\n",
+                 o.common.model.c_str(), o.common.precision.c_str(), device_name(engine.device()),
+                 prompt_tokens, r.generated_ids.size(), r.stopped_at_eos ? " (stopped at eos)" : "",
+                 r.prefill_ms, r.ttft_ms, r.tpot_ms, use_cache ? "KV cache on" : "no cache (recompute)");
+}
+
+nlohmann::json generate_json(const GenerateCliOptions& o, const Engine& engine, const Tokenizer& tok,
+                             const GenerateResult& r, bool use_cache) {
+    nlohmann::json j;
+    j["model"] = o.common.model;
+    j["precision"] = o.common.precision;
+    j["device"] = device_name(engine.device());
+    j["hardware"] = engine.hardware();
+    j["use_cache"] = use_cache;
+    j["prompt_ids"] = r.prompt_ids;
+    j["generated_ids"] = r.generated_ids;
+    j["prompt_text"] = o.prompt.text;
+    j["text"] = tok.decode(r.generated_ids);
+    j["stopped_at_eos"] = r.stopped_at_eos;
+    j["timings"] = {{"prefill_ms", r.prefill_ms}, {"decode_ms", r.decode_ms},
+                    {"ttft_ms", r.ttft_ms},       {"tpot_ms", r.tpot_ms},
+                    {"total_ms", r.total_ms},     {"timing_method", engine.timing_method()}};
+    return j;
+}
+
+int run_generate(GenerateCliOptions& o) {
+    if (o.greedy) o.sampler.temperature = 0.0f;
+    validate(o.sampler);
+    Session s = load_session(o.common);
+    const Tokenizer& tok = s.loaded.tokenizer;
+    std::vector<int> ids = prompt_ids(o.prompt, tok);
+    start_engine(s, o.common, 1, generate_positions(ids.size(), o.n));
+    GenerateOptions g;
+    g.max_new_tokens = o.n;
+    g.sampler = o.sampler;
+    g.use_cache = !o.no_cache;
+    g.stop_at_eos = !o.ignore_eos;
+    StreamDecoder stream(tok);
+    if (!o.prompt.text.empty()) std::fputs(o.prompt.text.c_str(), stdout);
+    GenerateResult r = generate(*s.engine, ids, g, [&](int id) {
+        if (id == s.engine->config().eos_id && g.stop_at_eos) return;
+        std::fputs(stream.push(id).c_str(), stdout);
+        std::fflush(stdout);
+    });
+    std::fputs(stream.flush().c_str(), stdout);
+    std::fputs("\n", stdout);
+    if (o.trace) std::fputs(format_trace(r.trace).c_str(), stdout);
+    std::fflush(stdout);  // the summary goes to stderr: keep it after the text
+    print_summary(o, *s.engine, ids.size(), r, g.use_cache);
+    if (!o.common.json.empty()) write_json_file(o.common.json, generate_json(o, *s.engine, tok, r, g.use_cache));
+    return 0;
+}
+
+}  // namespace
+
+Command add_generate(CLI::App& app) { return options_command(app, add_generate_options, run_generate); }
 
 }  // namespace pd::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,16 @@ namespace pd::cli {
 
 using Runner = std::function<int()>;
 using Command = std::pair<CLI::App*, Runner>;
+
+// A command whose options live in one struct, shared by the flags that fill it
+// (`add_options` registers them and returns the subcommand) and by `run`, which
+// runs after parsing: the struct outlives this call in the runner.
+template <class Options, class Run>
+Command options_command(CLI::App& app, CLI::App* (*add_options)(CLI::App&, Options&), Run run) {
+    auto o = std::make_shared<Options>();
+    CLI::App* sub = add_options(app, *o);
+    return {sub, [o, run]() { return run(*o); }};
+}
 
 Command add_generate(CLI::App& app);
 Command add_logits(CLI::App& app);
