@@ -2,15 +2,17 @@
 
 #include <omp.h>
 
+#include <utility>
+
 namespace pd {
 
 namespace {
 
-// Packs m, then frees its rows when asked (swap: clear() keeps the capacity).
+// Packs m. make_linear takes the rows by value: releasing hands them over
+// (freed once packed, no copy); keeping copies them for the CUDA engine.
 Linear pack(Matrix& m, Precision precision, RowsAfterPacking rows) {
-    Linear packed = make_linear(m.w, m.bias, m.in, m.out, precision);
-    if (rows == RowsAfterPacking::release) std::vector<float>().swap(m.w);
-    return packed;
+    if (rows == RowsAfterPacking::keep) return make_linear(m.w, m.bias, m.in, m.out, precision);
+    return make_linear(std::exchange(m.w, {}), m.bias, m.in, m.out, precision);
 }
 
 }  // namespace
