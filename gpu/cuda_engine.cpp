@@ -79,6 +79,10 @@ bool graphs_enabled_by_env() {
 class CudaEngine final : public Engine {
 public:
     CudaEngine(std::shared_ptr<const Model> m, const EngineOptions& o) : model_(std::move(m)) {
+        if (!model_->serves.cuda)
+            fail("this model was loaded for the CPU only, so its row-major matrices were released once "
+                 "packed for the CPU (weights.hpp) and there is nothing to upload: load it with "
+                 "Backends{{.cpu = true, .cuda = true}} to build both engines on it");
         const Config& c = model_->config;
         PD_CUDA(cudaSetDevice(0));
         PD_CUDA(cudaGetDeviceProperties(&prop_, 0));

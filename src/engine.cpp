@@ -27,7 +27,7 @@ public:
         : model_(std::move(m)),
           cache_(make_kv_cache(*model_, o.batch, o.max_seq)),
           state_(make_run_state(model_->config, std::max(o.batch, 1))) {
-        cpu_weights(*model_);  // pack the matrices now (once per model), not in the first timed pass
+        cpu_weights(*model_);  // fails here, not in the first pass, on a model loaded for CUDA only
     }
 
     const Config& config() const override { return model_->config; }

@@ -9,14 +9,24 @@
 
 namespace pd {
 
-Model make_model(Config config, Weights w, Precision precision) {
+Model make_model(Config config, Weights w, Precision precision, Backends serves) {
     if (w.precision != precision)
         fail("internal error: weights prepared for {} in a {} model", precision_name(w.precision),
              precision_name(precision));
-    return Model{std::move(config), precision, std::move(w)};
+    std::shared_ptr<const CpuWeights> cpu;
+    if (serves.cpu) {
+        const auto rows = serves.cuda ? RowsAfterPacking::keep : RowsAfterPacking::release;
+        cpu = std::make_shared<const CpuWeights>(prepare_cpu_weights(w, rows));
+    }
+    return Model{std::move(config), precision, serves, std::move(w), std::move(cpu)};
 }
 
-const CpuWeights& cpu_weights(const Model& m) { return m.cpu->get(m.w); }
+const CpuWeights& cpu_weights(const Model& m) {
+    if (!m.cpu)
+        fail("internal error: a CPU forward pass on a model loaded for the CUDA engine only "
+             "(load it with Backends{{.cpu = true}})");
+    return *m.cpu;
+}
 
 static void size_run_state(RunState& st, const Config& c, int rows) {
     std::size_t R = std::size_t(rows);

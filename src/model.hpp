@@ -12,6 +12,7 @@
 // rows go through and in which attention kernel reads the cache.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -22,17 +23,28 @@
 
 namespace pd {
 
+// The engines a model is loaded to serve: decides which copies of the
+// matrices it holds (weights.hpp). pdlab asks for its --device only; a
+// program that runs both engines on one model asks for both.
+struct Backends {
+    bool cpu = true;
+    bool cuda = false;
+};
+
 struct Model {
     Config config;
     Precision precision = Precision::f32;
-    Weights w;  // as loaded: row-major f32 (the CUDA engine uploads these)
-    std::shared_ptr<CpuWeightsOnce> cpu = std::make_shared<CpuWeightsOnce>();  // see cpu_weights()
+    Backends serves;
+    Weights w;  // as loaded; the matrices' rows only when serves.cuda (the CUDA engine uploads them)
+    std::shared_ptr<const CpuWeights> cpu;  // packed when serves.cpu, else null; see cpu_weights()
 };
 
-Model make_model(Config config, Weights w, Precision precision);
+// Packs the matrices for the CPU when `serves` has it, releasing their rows
+// unless a CUDA engine will need them.
+Model make_model(Config config, Weights w, Precision precision, Backends serves);
 
-// The matrices packed for the CPU kernels: made by the first call (a CPU
-// engine's construction, or the first CPU forward pass), shared after that.
+// The matrices packed for the CPU kernels (made by make_model). Fails when
+// the model was not loaded to serve the CPU.
 const CpuWeights& cpu_weights(const Model& m);
 
 // Scratch for one forward pass of up to `capacity` rows (tokens). Sized once

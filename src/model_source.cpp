@@ -72,7 +72,7 @@ Progress progress_line(bool enabled, const std::string& what) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& spec, Precision precision, bool progress) {
+LoadedModel load_model(const std::string& spec, Precision precision, bool progress, Backends serves) {
     LoadedModel out;
     out.source = spec;
     double t0 = now_ms();
@@ -81,7 +81,7 @@ LoadedModel load_model(const std::string& spec, Precision precision, bool progre
         Config c = synthetic_config(spec.substr(10), seed);
         Weights w = synthetic_weights(c, precision, seed, progress_line(progress && c.n_params() > 50'000'000, spec));
         out.tokenizer = Tokenizer::bytes(c.vocab_size);
-        out.model = std::make_shared<Model>(make_model(std::move(c), std::move(w), precision));
+        out.model = std::make_shared<Model>(make_model(std::move(c), std::move(w), precision, serves));
     } else {
         out.folder = resolve_folder(spec);
         Config c = load_hf_config(out.folder / "config.json");
@@ -90,7 +90,7 @@ LoadedModel load_model(const std::string& spec, Precision precision, bool progre
         out.file_bytes = ck.file_bytes();
         Weights w = load_weights(ck, c, precision, progress_line(progress && out.file_bytes > 100'000'000, spec));
         out.tokenizer = tokenizer_for(out.folder, c);
-        out.model = std::make_shared<Model>(make_model(std::move(c), std::move(w), precision));
+        out.model = std::make_shared<Model>(make_model(std::move(c), std::move(w), precision, serves));
     }
     out.load_ms = now_ms() - t0;
     return out;

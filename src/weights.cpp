@@ -179,7 +179,10 @@ Weights synthetic_weights(const Config& c, Precision precision, unsigned long lo
     return w;
 }
 
-const std::vector<float>& head_rows(const Weights& w) { return w.head.w.empty() ? w.tok_emb : w.head.w; }
+const std::vector<float>& head_rows(const Weights& w) {
+    if (w.rows_released) fail("internal error: the output head's rows were released after packing for the CPU");
+    return w.head.w.empty() ? w.tok_emb : w.head.w;
+}
 
 std::size_t matmul_weight_bytes(const Weights& w) {
     std::size_t elems = std::size_t(w.head.in) * w.head.out;

@@ -3,6 +3,14 @@
 // matrices from these (as calm's prepare()/prepare_cuda()): the CPU packs
 // panels and oneDNN layouts (weights_cpu.hpp), the CUDA engine uploads the
 // rows as they are (gpu/cuda_engine.cpp).
+//
+// Who keeps the rows: a model is loaded for the engines it will serve
+// (Backends, model.hpp; pdlab asks for its --device). When the CPU packs and
+// no CUDA engine will upload, each Matrix's rows are released as soon as they
+// are packed, so a CPU run holds one copy of the matrices, not two (a 1B f32
+// model: 4.4 GB less). The vectors the CPU forward reads as they are stay:
+// tok_emb (the tied head's rows too), pos_emb and the norms. A CUDA engine on
+// such a model refuses, saying it was loaded for the CPU only.
 #pragma once
 
 #include <functional>
@@ -18,7 +26,7 @@ namespace pd {
 // The weights of one linear layer y = x @ W^T + b.
 struct Matrix {
     int in = 0, out = 0;
-    std::vector<float> w;     // (out, in) row-major
+    std::vector<float> w;     // (out, in) row-major; empty once released (see the top)
     std::vector<float> bias;  // (out), or empty
 };
 
@@ -38,9 +46,11 @@ struct Weights {
     std::vector<LayerWeights> layers;     // (n_layers)
     std::vector<float> norm_f_w, norm_f_b;  // (dim) final norm
     Matrix head;                          // (vocab, dim) output head; head.w empty when tied to tok_emb
+    bool rows_released = false;           // every Matrix's w freed once packed for the CPU (see the top)
 };
 
-// The output head's rows (vocab, dim): tok_emb when tied, else head.w.
+// The output head's rows (vocab, dim): tok_emb when tied, else head.w. Fails
+// once the rows are released (an untied head's would read as tied).
 const std::vector<float>& head_rows(const Weights& w);
 
 // Called with (done, total) while loading, for a progress display.

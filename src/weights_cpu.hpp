@@ -1,12 +1,10 @@
 // The CPU's copy of the model's matrices: each Matrix of weights.hpp packed
 // into the decode kernel's column panels and oneDNN's blocked layout (a
 // Linear, matmul.hpp), the panels of a decode step laid out in the order
-// decode reads them. Made once per model, by the first CPU engine (or CPU
-// forward pass) that needs it; a CUDA-only run never makes it.
+// decode reads them. Made once per model, when it is loaded to serve the CPU
+// (make_model); a CUDA-only run never makes it.
 #pragma once
 
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include "matmul.hpp"
@@ -23,18 +21,12 @@ struct CpuWeights {
     Linear head;                   // (vocab, dim)
 };
 
-// Packs every matrix of `w` in w.precision (seconds for a 1B model).
-CpuWeights prepare_cpu_weights(const Weights& w);
+// What becomes of each Matrix's row-major copy once it is packed.
+enum class RowsAfterPacking { keep, release };
 
-// A model's CPU copy, made on first use: engines on several threads may ask
-// at once, and exactly one of them packs.
-class CpuWeightsOnce {
-public:
-    const CpuWeights& get(const Weights& w);
-
-private:
-    std::once_flag once_;
-    std::unique_ptr<const CpuWeights> weights_;
-};
+// Packs every matrix of `w` in w.precision (seconds for a 1B model). With
+// RowsAfterPacking::release each Matrix's rows are freed right after packing
+// it, so the two copies of the matrices never coexist in full.
+CpuWeights prepare_cpu_weights(Weights& w, RowsAfterPacking rows);
 
 }  // namespace pd

@@ -56,7 +56,10 @@ void apply_runtime(const CommonOptions& o) {
 Session load_session(const CommonOptions& o) {
     apply_runtime(o);
     Session s;
-    s.loaded = load_model(o.model, parse_precision(o.precision));
+    // Only the engine --device names: a CPU run keeps no row-major copy of the matrices.
+    const Device d = parse_device(o.device);
+    s.loaded = load_model(o.model, parse_precision(o.precision), true,
+                          {.cpu = d == Device::cpu, .cuda = d == Device::cuda});
     return s;
 }
 

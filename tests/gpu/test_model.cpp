@@ -4,6 +4,7 @@
 // decode, and the greedy token ids of generate(). Needs a GPU.
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "check.hpp"
@@ -23,6 +24,10 @@ const char* kModels[] = {
     "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=4,vocab=97,ctx=64,tied=0",       // MHA
     "synthetic:gpt2,dim=128,ffn=512,layers=2,heads=4,vocab=211,ctx=128",                      // GPT-2
 };
+
+// Both engines run on each model: it keeps its row-major matrices for the
+// CUDA engine's upload next to the CPU's packed copy (weights.hpp).
+const Backends kBoth{.cpu = true, .cuda = true};
 
 // Logit tolerances: f32 differs only in summation order; bf16 rounds the
 // activations before every product on the GPU, the CPU's decode does not.
@@ -101,7 +106,7 @@ TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
     for (const char* spec : kModels)
         for (Precision p : {Precision::f32, Precision::bf16}) {
             INFO(spec << " " << precision_name(p));
-            auto lm = load_model(spec, p, false);
+            auto lm = load_model(spec, p, false, kBoth);
             const int V = lm.model->config.vocab_size, T = 20;
             const float tol = tol_for(p);
             Pair e = engines(lm.model, 2);
@@ -143,7 +148,7 @@ TEST_CASE("gpu.model.greedy_ids_match_cpu") {
         for (const char* spec : kModels)
             for (Precision p : {Precision::f32, Precision::bf16}) {
                 INFO(spec << " " << precision_name(p) << " graphs " << graphs);
-                auto lm = load_model(spec, p, false);
+                auto lm = load_model(spec, p, false, kBoth);
                 Pair e = engines(lm.model, 1);
                 check_greedy(*e.cpu, *e.gpu, some_tokens(9, lm.model->config.vocab_size, 3), 40, tol_for(p));
             }
@@ -155,7 +160,7 @@ TEST_CASE("gpu.model.preset_shapes") {
     for (const char* spec : {"synthetic:bench-llama-125m", "synthetic:gpt2-124m"})
         for (Precision p : {Precision::f32, Precision::bf16}) {
             INFO(spec << " " << precision_name(p));
-            auto lm = load_model(spec, p, false);
+            auto lm = load_model(spec, p, false, kBoth);
             const int V = lm.model->config.vocab_size;
             Pair e = engines(lm.model, 1, 256);
             auto prompt = some_tokens(64, V, 4);
@@ -169,7 +174,7 @@ TEST_CASE("gpu.model.preset_shapes") {
 }
 
 TEST_CASE("gpu.model.errors_match_cpu") {
-    auto lm = load_model(kModels[0], Precision::f32, false);
+    auto lm = load_model(kModels[0], Precision::f32, false, kBoth);
     Pair e = engines(lm.model, 1, 32);
     for (Engine* en : {e.cpu.get(), e.gpu.get()}) {
         INFO(device_name(en->device()));
@@ -188,7 +193,7 @@ TEST_CASE("gpu.model.errors_match_cpu") {
 }
 
 TEST_CASE("gpu.model.timing") {
-    auto lm = load_model(kModels[0], Precision::bf16, false);
+    auto lm = load_model(kModels[0], Precision::bf16, false, kBoth);
     Pair e = engines(lm.model, 1);
     auto toks = some_tokens(50, lm.model->config.vocab_size, 6);
     double ms = e.gpu->time_ms([&] { e.gpu->prefill(0, toks); });
@@ -196,4 +201,19 @@ TEST_CASE("gpu.model.timing") {
     CHECK(e.gpu->timing_method().find("cudaEventSynchronize") != std::string::npos);
     CHECK(e.gpu->hardware().find("SMs") != std::string::npos);
     CHECK(e.gpu->device() == Device::cuda);
+}
+
+// A model loaded for the CPU alone released its rows once packed: the CUDA
+// engine has nothing to upload and must say so, not upload empty vectors.
+TEST_CASE("gpu.model.refuses_a_model_loaded_for_the_cpu_only") {
+    auto lm = load_model(kModels[0], Precision::f32, false);  // Backends{}: the CPU only
+    EngineOptions o;
+    o.device = Device::cuda;
+    try {
+        make_engine(lm.model, o);
+        FAIL("make_engine(cuda) built an engine on a model whose row-major matrices were released");
+    } catch (const UserError& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find("loaded for the CPU only") != std::string::npos);
+    }
 }

@@ -277,3 +277,42 @@ TEST_CASE("engine.model.engines_sharing_a_model_run_on_several_threads") {
     for (auto& t : threads) t.join();
     for (const auto& got : last) check_close(got, want, 0, 0, "logits of a concurrent prefill");
 }
+
+// A model keeps the row-major copy of its matrices only for a CUDA engine to
+// upload: once the CPU has packed them, a CPU-only model frees them (1B f32:
+// 4.4 GB) but keeps what its forward reads as it is (embeddings, norms), and
+// answers exactly as a model that kept them.
+TEST_CASE("engine.model.row_major_matrices_kept_only_for_a_cuda_engine") {
+    for (const char* spec : {kModels[0], kModels[1]}) {  // untied head, tied head
+        INFO(spec);
+        auto cpu_only = load_model(spec, Precision::f32, false);
+        auto both = load_model(spec, Precision::f32, false, {.cpu = true, .cuda = true});
+        const Config& c = cpu_only.model->config;
+        for (const Weights* w : {&cpu_only.model->w, &both.model->w}) {
+            const bool kept = w == &both.model->w;
+            INFO((kept ? "loaded for cpu and cuda" : "loaded for the cpu only"));
+            CHECK(w->rows_released == !kept);
+            for (const LayerWeights& L : w->layers)
+                for (const Matrix* m : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out})
+                    CHECK(m->w.size() == (kept ? std::size_t(m->in) * m->out : 0));
+            CHECK(w->head.w.size() == (kept && !c.tied_head ? std::size_t(c.vocab_size) * c.dim : 0));
+            CHECK(w->tok_emb.size() == std::size_t(c.vocab_size) * c.dim);  // the embedding step reads it
+            CHECK(w->layers[0].norm1_w.size() == std::size_t(c.dim));
+        }
+        auto toks = some_tokens(9, c.vocab_size, 2);
+        auto a = make_engine(cpu_only.model, {}), b = make_engine(both.model, {});
+        auto la = copy_logits(a->prefill(0, toks, Keep::all), toks.size(), c.vocab_size);
+        auto lb = copy_logits(b->prefill(0, toks, Keep::all), toks.size(), c.vocab_size);
+        CHECK_MESSAGE(la == lb, "releasing the rows after packing must not change a single logit");
+    }
+}
+
+// A model loaded for the CUDA engine alone never packs for the CPU: a CPU
+// engine on it must refuse, not run on missing panels.
+TEST_CASE("engine.model.cpu_engine_refuses_a_model_loaded_for_cuda_only") {
+    auto lm = load_model(kModels[0], Precision::f32, false, {.cpu = false, .cuda = true});
+    CHECK(lm.model->cpu == nullptr);
+    const Matrix& qkv = lm.model->w.layers[0].qkv;
+    CHECK_MESSAGE(qkv.w.size() == std::size_t(qkv.in) * qkv.out, "the CUDA engine uploads these rows");
+    CHECK_THROWS_AS(make_engine(lm.model, {}), UserError);
+}
