@@ -153,7 +153,8 @@ int run_compare(const CompareOptions& o) {
              "be available, and it is not: {}. To time the CPU alone, use pdlab bench --device cpu.",
              why);
     if (o.threads > 0) omp_set_num_threads(o.threads);
-    LoadedModel lm = load_model(o.model, parse_precision(o.precision));
+    // One model serves both engines, so it keeps its row-major copy for the GPU upload.
+    LoadedModel lm = load_model(o.model, parse_precision(o.precision), true, Backends{.cpu = true, .cuda = true});
     const Side cpu = bench_on(Device::cpu, o, lm);
     const Side gpu = bench_on(Device::cuda, o, lm);
     print_comparison(o, cpu, gpu);
