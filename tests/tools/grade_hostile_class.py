@@ -23,8 +23,8 @@ marks and zz_victim's file is unchanged; membomb gets full marks (the
 process cap held: run as root, the grader runs each sandbox as a dedicated
 uid whose RLIMIT_NPROC counts only its processes); twin passes every check
 but loses the forbidden symbol's points, flagged in its row and report;
-hardcoder scores 0 on "cache bytes" under the hidden seed and full marks
-on every other check;
+hardcoder scores 0 on "cache bytes" under the hidden seed (and loses the
+lab program's byte counts too) but full marks on the other test checks;
 linker scores 0 with a note; "=1+1"
 is quoted as text in the gradebook; no lingerer process is left; and
 --shard 1/2 plus 2/2, merged, give the same gradebook byte for byte.
@@ -89,7 +89,7 @@ def lingering():
 # Lab 03's attend_one_head from the softmax loop on, swapped for the engine's
 # own one-head attention (the may_not_use list forbids pd::attend_one).
 TWIN_CUT = "    const int D = cache.head_dim;\n"
-TWIN_BODY = """    std::vector<float> scores(std::size_t(n_keys));
+TWIN_BODY = """    std::vector<float> scores(static_cast<std::size_t>(n_keys));
     pd::attend_one(out, q, cache, layer, seq, kv_head, n_keys, scores.data());
 }
 """
@@ -145,9 +145,7 @@ def check(rows, reports, max_points, subs, solution, sol):
     if "twin" in rows:
         check_twin(rows["twin"], reports["twin"], max_points)
     if "hardcoder" in rows:
-        rubric = json.loads((sol / "rubric.json").read_text())
-        bytes_points = next(k["points"] for k in rubric["checks"] if k["name"] == "cache bytes")
-        check_hardcoder(rows["hardcoder"], max_points, bytes_points)
+        check_hardcoder(rows["hardcoder"], json.loads((sol / "rubric.json").read_text()))
     if "linker" not in rows or float(rows["linker"]["total"]) != 0 or "symlink" not in reports["linker"]:
         fail(f"linker (exercise.cpp a symlink to another student's) must score 0 with a note: {rows.get('linker')}")
     if '\n"\'=1+1",' not in (subs.parent / "grades" / "gradebook.csv").read_text():
@@ -167,14 +165,16 @@ def check_twin(row, report, max_points):
         fail(f"twin kept full marks although it calls pd::attend_one: {row}")
 
 
-def check_hardcoder(row, max_points, bytes_points):
-    """The table of default-seed answers misses the hidden seed's inputs; nothing else is wrong."""
+def check_hardcoder(row, rubric):
+    """The table of default-seed answers misses the hidden seed's inputs; the
+    checks that never call kv_cache_bytes keep their points."""
     if float(row["cache bytes"]) != 0:
         fail(f"hardcoder answers kv_cache_bytes from a table of the default seed's inputs, yet scored "
              f"{row['cache bytes']} on 'cache bytes' under the hidden seed: do the bytes tests draw B and S "
              f"from PDLAB_TEST_SEED? {row}")
-    if float(row["total"]) != max_points - bytes_points:
-        fail(f"hardcoder should lose only the 'cache bytes' points: {row}")
+    for k in rubric["checks"]:
+        if k["name"] in ("head map", "append and commit", "attention") and float(row[k["name"]]) != k["points"]:
+            fail(f"hardcoder is the solution but for kv_cache_bytes, yet lost points on {k['name']!r}: {row}")
 
 
 def check_shards(cmd, out, tmp):
