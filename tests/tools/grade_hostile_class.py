@@ -6,14 +6,26 @@ Students (lab 03, or the lab grade_fake_class.py picks), each attacking the grad
   fake_summary  prints a passing doctest summary and _exit(0)s before any test runs
   giant         the solution plus a 30,000-character #include line (std::regex overflowed on it)
   lingerer      the solution plus a daemon (setsid, double fork) that outlives its check
-  membomb       the solution plus child processes that each allocate 300 MB
+  membomb       the solution plus 48 child processes that each touch 64 MB; it
+                fails its checks on purpose when more than 40 of them start
+  twin          lab 03 only: the solution with attend_one_head's loop replaced by
+                a call to the engine's pd::attend_one (forbidden by may_not_use)
+  hardcoder     lab 03 only: kv_cache_bytes answers from a table recorded with
+                PDLAB_TEST_SEED unset (hardcoder.py; passes locally, see
+                tools.hardcoder_default_seed)
   vandal        the solution plus code that overwrites every other submission it can reach
   zz_victim     the reference solution, graded after the vandal
   =1+1          the solution, in a folder named like a spreadsheet formula
   linker        exercise.cpp is a symlink to zz_victim's
 Expected: the run completes; abs_include scores 0 (the solutions are not in
 its sandbox) and its report flags the include; giant and zz_victim get full
-marks and zz_victim's file is unchanged; linker scores 0 with a note; "=1+1"
+marks and zz_victim's file is unchanged; membomb gets full marks (the
+process cap held: run as root, the grader runs each sandbox as a dedicated
+uid whose RLIMIT_NPROC counts only its processes); twin passes every check
+but loses the forbidden symbol's points, flagged in its row and report;
+hardcoder scores 0 on "cache bytes" under the hidden seed (and loses the
+lab program's byte counts too) but full marks on the other test checks;
+linker scores 0 with a note; "=1+1"
 is quoted as text in the gradebook; no lingerer process is left; and
 --shard 1/2 plus 2/2, merged, give the same gradebook byte for byte.
 fake_summary is printed, not asserted: see docs/instructors.md (forgeable
@@ -24,6 +36,7 @@ Usage: grade_hostile_class.py --grader GRADER --kit . --work DIR [--skip NAME]..
 """
 import argparse
 import csv
+import json
 import os
 import shutil
 import signal
@@ -34,6 +47,7 @@ import time
 from pathlib import Path
 
 from grade_fake_class import fail, pick_lab
+import hardcoder
 
 MARKER = "pdlab_hostile_linger"
 STATIC_INIT = """
@@ -50,9 +64,14 @@ BODIES = {
               '{ std::fputs("#error vandalized\\n", f); std::fclose(f); } }',
     "lingerer": 'if (fork() == 0) { setsid(); if (fork() == 0) { execl("/bin/sh", "sh", "-c", '
                 f'"sleep 120; : {MARKER}", (char*)nullptr); }} _exit(0); }}',
-    "membomb": 'for (int i = 0; i < 8; i++) if (fork() == 0) { size_t n = size_t(300) << 20; '
-               'char* p = (char*)std::malloc(n); if (p) for (size_t j = 0; j < n; j += 4096) p[j] = 1; '
-               'sleep(2); _exit(0); }',
+    # Memory times processes: RLIMIT_AS bounds each process, RLIMIT_NPROC (of a
+    # dedicated uid) how many there are; more than 40 children means no cap.
+    "membomb": 'int started = 0; for (int i = 0; i < 48; i++) { pid_t pid = fork(); if (pid == 0) { '
+               'size_t n = size_t(64) << 20; char* p = (char*)std::malloc(n); '
+               'if (p) for (size_t j = 0; j < n; j += 4096) p[j] = 1; sleep(2); _exit(0); } '
+               'if (pid > 0) started++; } '
+               'if (started > 40) { std::printf("membomb: %d children started: no process cap\\n", started); '
+               'std::fflush(stdout); _exit(3); }',
 }
 
 
@@ -67,6 +86,24 @@ def lingering():
     return pids
 
 
+# Lab 03's attend_one_head from the softmax loop on, swapped for the engine's
+# own one-head attention (the may_not_use list forbids pd::attend_one).
+TWIN_CUT = "    const int D = cache.head_dim;\n"
+TWIN_BODY = """    std::vector<float> scores(static_cast<std::size_t>(n_keys));
+    pd::attend_one(out, q, cache, layer, seq, kv_head, n_keys, scores.data());
+}
+"""
+
+
+def twin_of(solution):
+    """The lab 03 solution calling the engine's attention instead of its own loop."""
+    head, cut, tail = solution.partition(TWIN_CUT)
+    if not cut:
+        fail(f"the lab 03 solution has no line {TWIN_CUT.strip()!r} to cut the twin student at")
+    rest = tail[tail.index("\n}\n") + 3:]  # what follows attend_one_head
+    return '#include "attention.hpp"\n' + head + TWIN_BODY + rest
+
+
 def make_class(subs, lab, sol):
     solution = (sol / "exercise.cpp").read_text()
     students = {
@@ -74,6 +111,9 @@ def make_class(subs, lab, sol):
         "giant": solution + '\n#include "exercise.hpp" // ' + "x" * 30000 + "\n",
         "zz_victim": solution,
     }
+    if lab.name.startswith("03-"):
+        students["twin"] = twin_of(solution)
+        students["hardcoder"] = hardcoder.student_of(solution)
     for name, body in BODIES.items():
         students[name] = solution + STATIC_INIT.format(body=body)
     for name, text in students.items():
@@ -88,7 +128,7 @@ def make_class(subs, lab, sol):
     return solution
 
 
-def check(rows, reports, max_points, subs, solution):
+def check(rows, reports, max_points, subs, solution, sol):
     if "zz_victim" not in rows or float(rows["zz_victim"]["total"]) != max_points:
         fail(f"zz_victim (the reference solution) must keep full marks after the vandal: {rows.get('zz_victim')}")
     if (subs / "zz_victim" / "exercise.cpp").read_text() != solution:
@@ -99,6 +139,13 @@ def check(rows, reports, max_points, subs, solution):
         fail(f"abs_include scored {rows['abs_include']['total']} by including the solution: the sandbox must hide it")
     if "outside the lab folder" not in reports["abs_include"]:
         fail("abs_include's report does not flag its include of an absolute path")
+    if "membomb" in rows and float(rows["membomb"]["total"]) != max_points:
+        fail(f"membomb started more than 40 processes (or lost points otherwise): RLIMIT_NPROC must cap a "
+             f"sandbox's processes, as the grader's dedicated --sandbox-uid does: {rows['membomb']}")
+    if "twin" in rows:
+        check_twin(rows["twin"], reports["twin"], max_points)
+    if "hardcoder" in rows:
+        check_hardcoder(rows["hardcoder"], json.loads((sol / "rubric.json").read_text()))
     if "linker" not in rows or float(rows["linker"]["total"]) != 0 or "symlink" not in reports["linker"]:
         fail(f"linker (exercise.cpp a symlink to another student's) must score 0 with a note: {rows.get('linker')}")
     if '\n"\'=1+1",' not in (subs.parent / "grades" / "gradebook.csv").read_text():
@@ -108,6 +155,26 @@ def check(rows, reports, max_points, subs, solution):
             fail(f"{name}'s report shows the hidden seed 12345: reports go to students")
     if lingering():
         fail(f"processes of the lingerer outlived the grading run: {lingering()}")
+
+
+def check_twin(row, report, max_points):
+    """Every check passes, but the call into the engine's twin costs its points."""
+    if "forbidden" not in row["status"] or "pd::attend_one" not in report:
+        fail(f"twin calls pd::attend_one (may_not_use) but is not flagged: {row}")
+    if not float(row["total"]) < max_points:
+        fail(f"twin kept full marks although it calls pd::attend_one: {row}")
+
+
+def check_hardcoder(row, rubric):
+    """The table of default-seed answers misses the hidden seed's inputs; the
+    checks that never call kv_cache_bytes keep their points."""
+    if float(row["cache bytes"]) != 0:
+        fail(f"hardcoder answers kv_cache_bytes from a table of the default seed's inputs, yet scored "
+             f"{row['cache bytes']} on 'cache bytes' under the hidden seed: do the bytes tests draw B and S "
+             f"from PDLAB_TEST_SEED? {row}")
+    for k in rubric["checks"]:
+        if k["name"] in ("head map", "append and commit", "attention") and float(row[k["name"]]) != k["points"]:
+            fail(f"hardcoder is the solution but for kv_cache_bytes, yet lost points on {k['name']!r}: {row}")
 
 
 def check_shards(cmd, out, tmp):
@@ -176,7 +243,7 @@ def main():
         # A formula-like name is led by ' in the gradebook; its report keeps the folder's name.
         reports = {n: (out / "reports" / f"{n.removeprefix(chr(39))}.md").read_text() for n in rows}
         max_points = float(next(iter(rows.values()))["max"])
-        check(rows, reports, max_points, subs, solution)
+        check(rows, reports, max_points, subs, solution, sol)
         check_shards(cmd, out, tmp)
         print("ok: the hostile class graded as expected")
         return 0

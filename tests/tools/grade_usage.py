@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """pdlab-grade refuses bad usage at once, with one clear message and exit 2:
-an unknown lab, a missing SUBMISSIONS folder, an empty one, a missing rubric.
+an unknown lab, a missing SUBMISSIONS folder, an empty one, a missing rubric,
+(run as root) a --work folder the sandbox's uid cannot reach.
 Nothing is built. Usage: grade_usage.py --grader EXE --kit DIR
 """
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -54,6 +56,8 @@ def main():
         expect(g + ["--merge", str(tmp / "class")], 2, "--merge needs --out")
         expect(g + ["--merge", str(tmp / "class"), "--out", str(tmp / "m")], 2, "no shard.txt")
         expect(g + [str(tmp / "class"), "--lab", "03", "--kit", str(tmp)], 2, "not the lab kit")
+        if os.geteuid() == 0:  # root runs sandboxes as --sandbox-uid, which cannot enter tmp (0700)
+            expect(g + [str(tmp / "class"), "--lab", "03", "--work", str(tmp / "work")], 2, "cannot pass through")
 
         # A fake kit: a lab with a solution but no rubric, then with a bad one.
         fake = tmp / "fakekit"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -62,6 +63,32 @@ TEST_CASE("tools.grade.process.memory_limit") {
     auto out = run_process(r);
     CHECK_FALSE(out.ok());
     CHECK(out.output.find("allocated") == std::string::npos);
+}
+
+TEST_CASE("tools.grade.process.dedicated_uid_caps_processes") {
+    // Root may switch uid and is not bound by RLIMIT_NPROC; as another user this cannot run.
+    if (geteuid() != 0 || access("/usr/bin/python3", X_OK) != 0) return;
+    // A process run as uid 64000 with room for 8 more forks 40 sleepers: most
+    // forks must fail, which as root (no run_as) they would not.
+    RunSpec r = sh("exec /usr/bin/python3 -c '\n"
+                   "import os, time\n"
+                   "n = 0\n"
+                   "for i in range(40):\n"
+                   "    try:\n"
+                   "        if os.fork() == 0: time.sleep(3); os._exit(0)\n"
+                   "        n += 1\n"
+                   "    except OSError: pass\n"
+                   "print(os.getuid(), n, flush=True)'");
+    r.run_as = 64000;
+    r.extra_procs = 8;
+    auto out = run_process(r);
+    INFO("output: " << out.output);
+    REQUIRE(out.started);
+    int uid = -1, started = -1;
+    REQUIRE(std::sscanf(out.output.c_str(), "%d %d", &uid, &started) == 2);
+    CHECK_MESSAGE(uid == 64000, "the child must run as the dedicated uid");
+    CHECK_MESSAGE(started <= 8, "RLIMIT_NPROC of a dedicated uid must cap every process it starts, got "
+                                    << started << " of 40 sleepers");
 }
 
 TEST_CASE("tools.grade.process.env_cwd_and_missing_program") {

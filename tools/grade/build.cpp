@@ -25,7 +25,9 @@ RunResult ninja(const Context& c, double timeout_s, const std::vector<std::strin
         // would be writable by one student and read by the next).
         r.sandbox = SandboxSpec{{c.work_src}, {c.work_build}, c.work_build};
         r.env = {{"CCACHE_DISABLE", "1"}};
-        r.extra_procs = kSandboxProcesses;
+        r.extra_procs = sandbox_processes(c, true);
+        r.run_as = sandbox_uid(c);
+        hand_to_sandbox(c, c.work_build);
         r.file_bytes = std::size_t(1) << 30;
     }
     return run_process(r);

@@ -40,9 +40,10 @@ RunSpec limited(const Context& c, const Check& k, const fs::path& scratch) {
     r.mem_bytes = c.opt.mem_mb << 20;
     r.file_bytes = std::size_t(1) << 30;
     r.cpu_s = r.timeout_s;
-    r.extra_procs = kSandboxProcesses;
+    r.extra_procs = sandbox_processes(c, false);
     // The built lab read-only, the check's own scratch folder writable, nothing else.
     if (c.opt.sandbox) r.sandbox = SandboxSpec{{c.work_src, c.work_build}, {scratch}, scratch};
+    r.run_as = sandbox_uid(c);
     return r;
 }
 

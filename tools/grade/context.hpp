@@ -33,6 +33,7 @@ struct Options {
     std::optional<std::uint64_t> seed;
     std::vector<std::string> students;  // only these (default: all)
     bool sandbox = true;                // false: --unsafe-no-sandbox
+    unsigned sandbox_uid = 64000;       // --sandbox-uid: the uid (and gid) sandboxes run as when the grader is root
     std::string shard;                  // "K/N": grade only that part (shard.hpp)
     std::vector<fs::path> merge;        // --merge: the shards' --out folders
 };
@@ -40,6 +41,10 @@ struct Options {
 // Processes (threads count too) one sandboxed build or check may add: the
 // lab programs use a few OpenMP threads, a compile a handful of processes.
 inline constexpr std::size_t kSandboxProcesses = 256;
+// The same with a dedicated uid: RLIMIT_NPROC then counts only the sandbox's
+// own processes (threads included), so it can be small, and with RLIMIT_AS on
+// each it bounds a check's memory: at most (32 + --threads) x --mem-mb.
+inline constexpr std::size_t kSandboxUidProcesses = 32;
 
 struct Context {
     Options opt;
@@ -69,7 +74,21 @@ std::string shell_quote(const std::string& s);
 // A progress line on stderr: "pdlab-grade: <line>".
 void say(const std::string& line);
 
-// An empty scratch folder WORK/runs/<name>, the working directory of checks.
+// An empty scratch folder WORK/runs/<name>, the working directory of checks,
+// owned by the sandbox's uid when there is one.
 fs::path fresh_scratch(const Context& c, const std::string& name);
+
+// The uid sandboxes run as: --sandbox-uid when the grader is root and
+// sandboxes are on (it can switch uid, and root ignores RLIMIT_NPROC), else
+// none (they run as the grader's own uid).
+std::optional<unsigned> sandbox_uid(const Context& c);
+// Processes one sandboxed build (`build`) or check may start (RLIMIT_NPROC).
+std::size_t sandbox_processes(const Context& c, bool build);
+// Makes `dir` and everything in it the sandbox uid's, so a sandbox may write
+// there; nothing without one.
+void hand_to_sandbox(const Context& c, const fs::path& dir);
+// Throws UsageError when the sandbox uid could not pass through a folder
+// above `dir` (bwrap, run as that uid, binds WORK/src and WORK/build).
+void check_sandbox_reaches(const Context& c, const fs::path& dir);
 
 }  // namespace pd::grade

@@ -71,7 +71,7 @@ void refuse_without_sandbox(const Options& opt) {
         say("warning: --unsafe-no-sandbox: student code runs as you, with limits but no sandbox");
         return;
     }
-    if (auto why = sandbox_unavailable())
+    if (auto why = sandbox_unavailable(geteuid() == 0 ? std::optional<unsigned>(opt.sandbox_uid) : std::nullopt))
         throw UsageError(*why + "\n  the grader runs student code only in a sandbox; pass --unsafe-no-sandbox to "
                                 "grade without one (inside a throwaway container or VM)");
 }
@@ -95,6 +95,8 @@ public:
         if (temporary_) {
             std::string tmpl = (fs::temp_directory_path() / "pdlab-grade.XXXXXX").string();
             if (!mkdtemp(tmpl.data())) throw KitError("cannot make a temporary work folder");
+            // mkdtemp makes it 0700: the sandbox's uid must pass through it (not list it).
+            fs::permissions(tmpl, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
             work = tmpl;
         }
         fs::create_directories(work);
@@ -212,6 +214,7 @@ int grade(Options opt) {
     c.seed = pick_seed(opt);
     c.opt = opt;
     set_work_paths(c);
+    check_sandbox_reaches(c, c.opt.work);
 
     std::fprintf(stderr, "pdlab-grade: lab %s (%s/%s): %zu checks worth %s points, %zu students, seed %llu\n",
                  c.lab.number.c_str(), c.lab.track.c_str(), c.lab.folder.c_str(), c.rubric.checks.size(),
@@ -283,6 +286,8 @@ EXIT STATUS
   Every student build and check runs in a bubblewrap sandbox (new user, pid,
   net and ipc namespaces; only the work folder's build and the check's own
   folder bound in; rlimits on processes, memory, CPU time and file size).
+  Run as root, the grader starts each sandbox as --sandbox-uid (default 64000),
+  so the process limit counts only the sandbox's processes and bounds its memory.
   Where bwrap cannot make one, the grader refuses unless --unsafe-no-sandbox.
   See docs/instructors.md.)";
 
@@ -319,6 +324,9 @@ int main(int argc, char** argv) {
         ->capture_default_str()->check(CLI::PositiveNumber);
     app.add_flag("!--unsafe-no-sandbox", opt.sandbox,
                  "run student code without the bubblewrap sandbox (only where bwrap cannot run)");
+    app.add_option("--sandbox-uid", opt.sandbox_uid,
+                   "when run as root: the unprivileged uid (and gid) every sandbox runs as")
+        ->capture_default_str()->check(CLI::Range(1u, 4294967294u));
     auto* seed_opt = app.add_option("--seed", seed, "PDLAB_TEST_SEED for every check (default: random per run)");
     app.add_option("--student", opt.students, "grade only this student (repeatable)");
     app.add_option("--work", opt.work,

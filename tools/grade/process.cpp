@@ -1,6 +1,7 @@
 #include "process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -98,18 +99,19 @@ struct ChildPlan {
     std::vector<char*> envp, argv;
     std::string cwd;
     std::vector<std::pair<int, rlim_t>> limits;  // resource, value (soft = hard)
+    std::optional<unsigned> run_as;              // uid = gid to drop to
 };
 
-// Processes of this real uid now: RLIMIT_NPROC counts all of them, so a
-// sandbox's budget is added on top.
-std::size_t processes_of_my_uid() {
+// Processes of `uid` now: RLIMIT_NPROC counts all of them, so a sandbox's
+// budget is added on top.
+std::size_t processes_of(uid_t uid) {
     std::size_t n = 0;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator("/proc", ec)) {
         const std::string name = e.path().filename().string();
         if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
         struct stat st {};
-        if (stat(e.path().c_str(), &st) == 0 && st.st_uid == getuid()) n++;
+        if (stat(e.path().c_str(), &st) == 0 && st.st_uid == uid) n++;
     }
     return n;
 }
@@ -131,8 +133,16 @@ ChildPlan plan_child(const RunSpec& spec) {
     if (spec.mem_bytes) p.limits.emplace_back(RLIMIT_AS, spec.mem_bytes);
     if (spec.file_bytes) p.limits.emplace_back(RLIMIT_FSIZE, spec.file_bytes);
     if (spec.cpu_s > 0) p.limits.emplace_back(RLIMIT_CPU, rlim_t(spec.cpu_s + 1));
-    if (spec.extra_procs) p.limits.emplace_back(RLIMIT_NPROC, processes_of_my_uid() + spec.extra_procs);
+    p.run_as = spec.run_as;
+    if (spec.extra_procs)
+        p.limits.emplace_back(RLIMIT_NPROC, processes_of(spec.run_as ? *spec.run_as : getuid()) + spec.extra_procs);
     return p;
+}
+
+// Groups first (they need root), then the gid, then the uid: after setuid
+// there is no way back.
+bool drop_to(unsigned id) {
+    return setgroups(0, nullptr) == 0 && setgid(gid_t(id)) == 0 && setuid(uid_t(id)) == 0;
 }
 
 // The child: its own process group (a time-limit kill takes its children
@@ -149,8 +159,11 @@ ChildPlan plan_child(const RunSpec& spec) {
             rlimit l{value, value};
             setrlimit(resource, &l);
         }
-        execvpe(p.argv[0], p.argv.data(), p.envp.data());
-        step = "exec";
+        step = "setuid";
+        if (!p.run_as || drop_to(*p.run_as)) {
+            execvpe(p.argv[0], p.argv.data(), p.envp.data());
+            step = "exec";
+        }
     }
     int e = errno;
     char msg[256];

@@ -24,9 +24,14 @@ struct RunSpec {
     std::size_t file_bytes = 0;                 // RLIMIT_FSIZE; 0: no limit
     std::size_t keep_bytes = 256 * 1024;        // output kept: the first and the last keep_bytes / 2
     double cpu_s = 0;                           // RLIMIT_CPU of each process; 0: no limit
-    // RLIMIT_NPROC: processes it may add beyond those of the grader's uid
-    // when it starts (the limit counts every process of the real uid).
+    // RLIMIT_NPROC: processes it may add beyond those of the uid it runs as
+    // when it starts (the limit counts every process of the real uid, and
+    // does not bind root: a sandbox run as root needs run_as).
     std::size_t extra_procs = 0;
+    // Set: the child drops to this uid and gid (no supplementary groups)
+    // before exec; needs root. Every process it starts is then that uid's,
+    // so RLIMIT_NPROC caps them all together.
+    std::optional<unsigned> run_as;
     std::optional<SandboxSpec> sandbox;         // set: argv runs inside bwrap (sandbox.hpp)
 };
 

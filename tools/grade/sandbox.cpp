@@ -39,14 +39,17 @@ std::vector<std::string> sandboxed_argv(const SandboxSpec& box, const std::map<s
     return a;
 }
 
-std::optional<std::string> sandbox_unavailable() {
+std::optional<std::string> sandbox_unavailable(std::optional<unsigned> run_as) {
     RunSpec probe;
+    probe.run_as = run_as;
     probe.argv = sandboxed_argv({}, {}, {"/bin/true"});
     probe.timeout_s = 30;
     RunResult r = run_process(probe);
     if (r.ok()) return std::nullopt;
     if (!r.started) return "bubblewrap (bwrap) is not installed (Debian: apt install bubblewrap)";
-    return fmt::format("bwrap cannot make a sandbox here ({}): {}", r.describe(), r.output.substr(0, 500));
+    return fmt::format("bwrap cannot make a sandbox here{} ({}): {}",
+                       run_as ? fmt::format(" as uid {} (--sandbox-uid)", *run_as) : "", r.describe(),
+                       r.output.substr(0, 500));
 }
 
 }  // namespace pd::grade

@@ -33,8 +33,9 @@ struct SandboxSpec {
 std::vector<std::string> sandboxed_argv(const SandboxSpec& box, const std::map<std::string, std::string>& env,
                                         const std::vector<std::string>& argv);
 
-// Tries to make a sandbox once (bwrap running /bin/true): nullopt when it
-// works, else why not (bwrap missing, user namespaces off, ...).
-std::optional<std::string> sandbox_unavailable();
+// Tries to make a sandbox once (bwrap running /bin/true, as `run_as` when
+// set): nullopt when it works, else why not (bwrap missing, user namespaces
+// off or closed to unprivileged users, ...).
+std::optional<std::string> sandbox_unavailable(std::optional<unsigned> run_as);
 
 }  // namespace pd::grade
