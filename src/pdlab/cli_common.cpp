@@ -8,6 +8,15 @@
 
 namespace pd::cli {
 
+void add_workload(CLI::App* app, BenchOptions& b, const std::string& each, const std::string& seed_note) {
+    app->add_option("--prompt-len,-P", b.prompt_len, "prompt tokens per sequence")->capture_default_str();
+    app->add_option("--gen,-n", b.gen, "decode steps")->capture_default_str();
+    app->add_option("--batch,-B", b.batch, "sequences decoded together")->capture_default_str();
+    app->add_option("--warmup", b.warmup, "runs discarded first" + each)->capture_default_str();
+    app->add_option("--repeats,-r", b.repeats, "measured runs" + each)->capture_default_str();
+    app->add_option("--seed", b.seed, "seed of the random prompt" + seed_note)->capture_default_str();
+}
+
 void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
     app->add_option("--model,-m", o.model, model_help())->capture_default_str();
     app->add_option("--threads,-t", o.threads,

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench.hpp"
 #include "engine.hpp"
 #include "model_source.hpp"
 
@@ -25,6 +26,11 @@ struct CommonOptions {
 
 // --model, --threads, --precision, --device, --max-seq (and --json when `with_json`).
 void add_common(CLI::App* app, CommonOptions& o, bool with_json = true);
+
+// The workload flags bench and compare share: -P, -n, -B, --warmup, -r, --seed.
+// `each` ends the help of the per-run flags (compare: ", on each device");
+// `seed_note` ends --seed's (compare: " (the same on both)").
+void add_workload(CLI::App* app, BenchOptions& b, const std::string& each = "", const std::string& seed_note = "");
 
 // Prompt given as text or as ids.
 struct PromptOptions {

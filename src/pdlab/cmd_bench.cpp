@@ -34,12 +34,7 @@ CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
         "thread creations inside the decode loop (bench/run does).\n"
         "Example: pdlab bench --model synthetic:bench-llama-125m --prompt-len 512 --gen 32 --threads 2");
     add_common(sub, o.common);
-    sub->add_option("--prompt-len,-P", o.bench.prompt_len, "prompt tokens per sequence")->capture_default_str();
-    sub->add_option("--gen,-n", o.bench.gen, "decode steps")->capture_default_str();
-    sub->add_option("--batch,-B", o.bench.batch, "sequences decoded together")->capture_default_str();
-    sub->add_option("--warmup", o.bench.warmup, "runs discarded first")->capture_default_str();
-    sub->add_option("--repeats,-r", o.bench.repeats, "measured runs")->capture_default_str();
-    sub->add_option("--seed", o.bench.seed, "seed of the random prompt")->capture_default_str();
+    add_workload(sub, o.bench);
     sub->add_option("--peak-gflops", o.bench.peak_gflops,
                     "matrix peak for the prefill floor, in GFLOP/s (default: measure it with a "
                     "quick oneDNN probe in the model's precision)");

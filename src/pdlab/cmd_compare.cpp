@@ -67,12 +67,7 @@ CLI::App* add_compare_options(CLI::App& app, CompareOptions& o) {
         ->capture_default_str();
     sub->add_option("--threads,-t", o.threads, "OpenMP threads of the CPU run (default: all cores)")
         ->check(CLI::PositiveNumber.description("(a positive number)"));
-    sub->add_option("--prompt-len,-P", o.bench.prompt_len, "prompt tokens per sequence")->capture_default_str();
-    sub->add_option("--gen,-n", o.bench.gen, "decode steps")->capture_default_str();
-    sub->add_option("--batch,-B", o.bench.batch, "sequences decoded together")->capture_default_str();
-    sub->add_option("--warmup", o.bench.warmup, "runs discarded first, on each device")->capture_default_str();
-    sub->add_option("--repeats,-r", o.bench.repeats, "measured runs, on each device")->capture_default_str();
-    sub->add_option("--seed", o.bench.seed, "seed of the random prompt (the same on both)")->capture_default_str();
+    add_workload(sub, o.bench, ", on each device", " (the same on both)");
     sub->add_option("--json", o.json, "also write both results and the ratios to this JSON file");
     return sub;
 }
