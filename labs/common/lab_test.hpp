@@ -1,6 +1,7 @@
 // Included by each lab's tests.cpp (one per test program): how a starter
-// function that still throws NotImplemented shows up in the test output, and
-// the seeded inputs every graded check draws from.
+// function that still throws NotImplemented shows up in the test output, the
+// seeded inputs every graded check draws from, and pd::lab::observe (the
+// values a check judged, for the grader: observe.hpp).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "observe.hpp"
 #include "todo_exercise.hpp"
 
 // A NotImplemented escaping a check fails the test case with its hint.

@@ -17,6 +17,8 @@ Students (lab 03, or the lab grade_fake_class.py picks), each attacking the grad
   zz_victim     the reference solution, graded after the vandal
   =1+1          the solution, in a folder named like a spreadsheet formula
   linker        exercise.cpp is a symlink to zz_victim's
+  exact_summary, fake_observer, test_caller: students who forge their test
+                results (forgers.py)
 Expected: the run completes; abs_include scores 0 (the solutions are not in
 its sandbox) and its report flags the include; giant and zz_victim get full
 marks and zz_victim's file is unchanged; membomb gets full marks (the
@@ -27,9 +29,10 @@ hardcoder scores 0 on "cache bytes" under the hidden seed (and loses the
 lab program's byte counts too) but full marks on the other test checks;
 linker scores 0 with a note; "=1+1"
 is quoted as text in the gradebook; no lingerer process is left; and
---shard 1/2 plus 2/2, merged, give the same gradebook byte for byte.
-fake_summary is printed, not asserted: see docs/instructors.md (forgeable
-summaries are still open).
+--shard 1/2 plus 2/2, merged, give the same gradebook byte for byte;
+fake_summary, exact_summary and fake_observer score 0 on every test check
+(the grader compares the values the tests observed with the reference
+solution's, outside the sandbox), test_caller 0 in total.
 
 Usage: grade_hostile_class.py --grader GRADER --kit . --work DIR [--skip NAME]... [--unasserted]
 --unasserted prints the gradebook without checking it (the run "before").
@@ -47,12 +50,14 @@ import time
 from pathlib import Path
 
 from grade_fake_class import fail, pick_lab
+import forgers
 import hardcoder
 
 MARKER = "pdlab_hostile_linger"
 STATIC_INIT = """
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <glob.h>
 #include <unistd.h>
 namespace {{ struct PdlabHostile {{ PdlabHostile() {{ {body} }} }} pdlab_hostile; }}
@@ -116,6 +121,8 @@ def make_class(subs, lab, sol):
         students["hardcoder"] = hardcoder.student_of(solution)
     for name, body in BODIES.items():
         students[name] = solution + STATIC_INIT.format(body=body)
+    starter = (lab / "exercise.cpp").read_text()
+    students.update(forgers.students(lab, sol, starter, solution, STATIC_INIT))
     for name, text in students.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "exercise.cpp").write_text(text)
@@ -142,6 +149,7 @@ def check(rows, reports, max_points, subs, solution, sol):
     if "membomb" in rows and float(rows["membomb"]["total"]) != max_points:
         fail(f"membomb started more than 40 processes (or lost points otherwise): RLIMIT_NPROC must cap a "
              f"sandbox's processes, as the grader's dedicated --sandbox-uid does: {rows['membomb']}")
+    forgers.check(rows, reports, json.loads((sol / "rubric.json").read_text()), fail)
     if "twin" in rows:
         check_twin(rows["twin"], reports["twin"], max_points)
     if "hardcoder" in rows:

@@ -1,5 +1,5 @@
 // Unit tests of pdlab-grade's parts: running under limits, reading doctest and
-// compiler output, comparing JSON, parsing rubrics. Fast; no build involved.
+// compiler output, comparing JSON and observations, parsing rubrics. Fast; no build involved.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -13,6 +13,7 @@
 
 #include "compare.hpp"
 #include "forbidden.hpp"
+#include "observations.hpp"
 #include "outputs.hpp"
 #include "process.hpp"
 #include "rubric.hpp"
@@ -290,4 +291,62 @@ TEST_CASE("tools.grade.rubric.may_not_use") {
     CHECK_THROWS_WITH_AS(parse_rubric(json::parse(R"({"lab":"03","checks":[{"name":"a","kind":"test",
         "test_case":"x","points":1}],"may_not_use":[{"points":5}]})"), "rubric.json"),
                          doctest::Contains("symbol"), RubricError);
+}
+
+// Observations (labs/common/observe.hpp writes them): a student's file must name
+// the reference's test cases in order, each passed, with the same observations
+// and values within the reference's tolerance; anything else is one line why.
+TEST_CASE("tools.grade.observations.compare") {
+    const std::string ref =
+        R"({"case":"lab03.bytes.formula","passed":true,"obs":[{"what":"bytes","atol":0,"rtol":0,"v":[64,128]}]})"
+        "\n"
+        R"({"case":"lab03.attention.one","passed":true,"obs":[{"what":"out","atol":1e-5,"rtol":1e-4,"v":[1.0,-2.0]}]})"
+        "\n";
+    auto want = parse_observations(ref);
+    REQUIRE(want.size() == 2);
+    CHECK_MESSAGE(!compare_observations(want, want), "the reference against itself must match");
+
+    auto close = parse_observations(replace_all(ref, "[1.0,-2.0]", "[1.00005,-2.0001]"));
+    CHECK_MESSAGE(!compare_observations(close, want), "within atol + rtol * |ref| must match");
+
+    auto far = compare_observations(parse_observations(replace_all(ref, "[1.0,-2.0]", "[1.1,-2.0]")), want);
+    REQUIRE(far);
+    CHECK(far->wrong_values);
+    CHECK_MESSAGE(far->reason.find("lab03.attention.one: out[0]: got 1.1") != std::string::npos, far->reason);
+
+    auto off_by_one = compare_observations(parse_observations(replace_all(ref, "[64,128]", "[64,129]")), want);
+    REQUIRE_MESSAGE(off_by_one, "integers are compared exactly");
+    CHECK(off_by_one->wrong_values);
+
+    auto missing = compare_observations({want[0]}, want);
+    REQUIRE(missing);
+    CHECK_FALSE(missing->wrong_values);
+    CHECK_MESSAGE(missing->reason.find("lab03.attention.one recorded no observations") != std::string::npos,
+                  missing->reason);
+
+    auto extra = want;
+    extra.push_back(want[1]);
+    REQUIRE(compare_observations(extra, want));
+
+    auto failed = parse_observations(replace_all(ref, "\"passed\":true,\"obs\":[{\"what\":\"out\"",
+                                                 "\"passed\":false,\"obs\":[{\"what\":\"out\""));
+    auto failed_case = compare_observations(failed, want);
+    REQUIRE_MESSAGE(failed_case, "a test case doctest failed does not pass, whatever the summary says");
+    CHECK(failed_case->reason == "lab03.attention.one: the test case failed");
+
+    auto empty = want;
+    empty[0].obs.clear();
+    REQUIRE_MESSAGE(compare_observations(empty, want), "a forger's test case without its values must fail");
+}
+
+TEST_CASE("tools.grade.observations.garbled") {
+    CHECK_THROWS_WITH(parse_observations("{\"case\":1}\n"), "line 1: no string \"case\"");
+    CHECK_THROWS_WITH(parse_observations("not json\n"), doctest::Contains("line 1"));
+    CHECK_THROWS_WITH(parse_observations(R"({"case":"a","passed":true,"obs":[{"what":"x","atol":0,"rtol":0}]})"),
+                      doctest::Contains("without a value"));
+    CHECK(parse_observations("").empty());
+    // Deep nesting from a student's program is refused, not recursed into.
+    std::string deep = R"({"case":"a","passed":true,"obs":[{"what":"x","atol":0,"rtol":0,"v":)" +
+                       std::string(1000, '[') + std::string(1000, ']') + "}]}";
+    CHECK_THROWS(parse_observations(deep));
 }

@@ -103,24 +103,69 @@ void classify_failed_tests(const Context& c, const RunResult& out, const Doctest
     if (res.excerpt.empty()) res.excerpt = tidy(c, last_lines(out.output, 20));
 }
 
+// Runs one test binary of a test check; false (with `res` saying why) when it
+// did not end with every selected test case passed and its observations read.
+bool run_test_binary(const Context& c, const Check& k, const fs::path& bin, const fs::path& observe_file,
+                     const fs::path& scratch, CheckResult& res, DoctestSummary& s) {
+    std::error_code ec;
+    fs::remove(observe_file, ec);
+    RunSpec r = limited(c, k, scratch);
+    r.argv = {bin.string(), "--test-case=" + k.test_case, "--no-intro", "--no-colors", "--no-path-filenames"};
+    r.env["PDLAB_OBSERVE"] = observe_file.string();
+    RunResult out = run_process(r);
+    res.seconds += out.seconds;
+    if (classify_abnormal(c, out, res)) return false;
+    s = parse_doctest_summary(out.output);
+    if (out.exit_code != 0 || !s.found || s.failed != 0) {
+        classify_failed_tests(c, out, s, res);
+        return false;
+    }
+    std::string why;
+    auto observed = read_observations(observe_file, why);
+    if (!observed) {
+        res.outcome = Outcome::error;
+        std::error_code ec;
+        res.reason = fs::symlink_status(observe_file, ec).type() == fs::file_type::not_found
+                         ? "the test program printed a passing summary but recorded no observations: its test "
+                           "cases did not run (a summary alone does not count)"
+                         : "the test program's observations cannot be read: " + why;
+        return false;
+    }
+    res.observed.insert(res.observed.end(), observed->begin(), observed->end());
+    return true;
+}
+
+// The reference run: every test case that ran must have observed (else the
+// lab's tests.cpp misses lab_test.hpp). A student: the observations must be
+// the reference solution's, computed on the same seeded inputs.
+bool observations_hold(const Context& c, std::size_t index, int cases, CheckResult& res) {
+    if (c.reference_observed.empty()) {
+        bool all_passed = std::all_of(res.observed.begin(), res.observed.end(), [](auto& o) { return o.passed; });
+        if (int(res.observed.size()) == cases && all_passed) return true;
+        res.outcome = Outcome::error;
+        res.reason = fmt::format("{} test cases ran but {} wrote passing observations (does tests.cpp include "
+                                 "labs/common/lab_test.hpp?)", cases, res.observed.size());
+        return false;
+    }
+    auto bad = compare_observations(res.observed, c.reference_observed[index]);
+    if (!bad) return true;
+    res.outcome = bad->wrong_values ? Outcome::wrong : Outcome::error;
+    res.reason = bad->reason;
+    return false;
+}
+
 CheckResult run_test_check(const Context& c, const Check& k, std::size_t index, const fs::path& scratch) {
     CheckResult res;
     // The seed stays hidden from students (reports are theirs): $SEED stands for it.
     res.command = fmt::format("PDLAB_TEST_SEED=$SEED {} --test-case={}", in_kit(c, c.test_bins[0]),
                               shell_quote(k.test_case));
     int cases = 0, passed = 0;
-    for (const auto& bin : c.test_bins) {
-        RunSpec r = limited(c, k, scratch);
-        r.argv = {bin.string(), "--test-case=" + k.test_case, "--no-intro", "--no-colors", "--no-path-filenames"};
-        RunResult out = run_process(r);
-        res.seconds += out.seconds;
-        if (classify_abnormal(c, out, res)) return res;
-        DoctestSummary s = parse_doctest_summary(out.output);
+    for (std::size_t b = 0; b < c.test_bins.size(); b++) {
+        DoctestSummary s;
+        fs::path observe_file = scratch / fmt::format("observed{}-{}.jsonl", index + 1, b + 1);
+        if (!run_test_binary(c, k, c.test_bins[b], observe_file, scratch, res, s)) return res;
         cases += s.cases;
         passed += s.passed;
-        if (out.exit_code == 0 && s.found && s.failed == 0) continue;
-        classify_failed_tests(c, out, s, res);
-        return res;
     }
     if (cases == 0) {
         res.outcome = Outcome::error;
@@ -136,10 +181,12 @@ CheckResult run_test_check(const Context& c, const Check& k, std::size_t index, 
                                  cases, c.reference_cases[index]);
         return res;
     }
+    if (!observations_hold(c, index, cases, res)) return res;
     res.outcome = Outcome::passed;
     res.points = k.points;
     res.cases = cases;
-    res.detail = fmt::format("{} test case{} passed", passed, passed == 1 ? "" : "s");
+    res.detail = fmt::format("{} test case{} passed, {} observations match", passed, passed == 1 ? "" : "s",
+                             count_observations(res.observed));
     return res;
 }
 

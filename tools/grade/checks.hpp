@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "observations.hpp"
 
 namespace pd::grade {
 
@@ -23,6 +24,7 @@ struct CheckResult {
     double seconds = 0;
     std::string command;  // how to run it by hand
     int cases = 0;        // test checks: the test cases that ran
+    std::vector<CaseObservations> observed;  // test checks: what those test cases observed
 };
 
 struct StudentResult {

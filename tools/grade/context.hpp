@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab.hpp"
+#include "observations.hpp"
 #include "rubric.hpp"
 
 namespace pd::grade {
@@ -61,6 +62,9 @@ struct Context {
     std::vector<std::string> ninja_targets;
     std::vector<std::optional<json>> reference_json;  // per check
     std::vector<int> reference_cases;                 // per test check: how many test cases the solution ran
+    // Per test check: what the solution's test cases observed (observations.hpp);
+    // empty while the reference itself runs.
+    std::vector<std::vector<CaseObservations>> reference_observed;
 };
 
 // Reports speak of the student's kit, not of the work folder: a built file as

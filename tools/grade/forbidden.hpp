@@ -8,8 +8,18 @@
 
 namespace pd::grade {
 
-// Takes each forbidden symbol's points off r.total (never below 0), with a
-// note per symbol and ", forbidden symbol" in the status. Call after the checks.
+// The tests' own code: the checks' references (pd::ref, tests/unit's pd::test),
+// the seeded inputs, the observation channel (labs/common) and doctest. An
+// exercise object holding any symbol of these, called or compiled in from a
+// header, scores 0: it could recompute the tests' inputs or forge what they
+// observe (observations.hpp). Matched anywhere in the demangled name.
+inline constexpr const char* kTestCodeNamespaces[] = {"pd::test::", "pd::ref::", "pd::lab::Inputs",
+                                                      "pd::lab::needs", "pd::lab::env_test_seed",
+                                                      "pd::lab::observ", "doctest::"};
+
+// Takes each forbidden symbol's points off r.total (never below 0), and all of
+// them for the tests' own code, with a note per symbol and ", forbidden
+// symbol" in the status. Call after the checks.
 void apply_may_not_use(const Context& c, StudentResult& r);
 
 // True when the demangled `name` is `symbol` or `symbol(...)`.

@@ -46,6 +46,14 @@ std::string failure(const Context& c, const Check& k, const CheckResult& r) {
     return bad;
 }
 
+// A test check whose test cases observe nothing rests on the summary the test
+// program prints, which the student's code can forge (docs/instructors.md).
+void warn_if_unobserved(const Check& k, const CheckResult& r) {
+    if (k.kind == "test" && count_observations(r.observed) == 0)
+        say(fmt::format("warning: the test cases of check \"{}\" observe no values (pd::lab::observe): a "
+                        "submission that prints a passing summary would pass it", k.name));
+}
+
 }  // namespace
 
 void prepare_reference(Context& c) {
@@ -72,7 +80,12 @@ void prepare_reference(Context& c) {
                                    c.seed, bad));
     c.reference_json = produced;
     c.reference_cases.assign(results.size(), 0);
-    for (std::size_t i = 0; i < results.size(); i++) c.reference_cases[i] = results[i].cases;
+    c.reference_observed.assign(results.size(), {});
+    for (std::size_t i = 0; i < results.size(); i++) {
+        c.reference_cases[i] = results[i].cases;
+        c.reference_observed[i] = results[i].observed;
+        warn_if_unobserved(c.rubric.checks[i], results[i]);
+    }
     say(fmt::format("the reference solution passes all {} checks with seed {}", results.size(), c.seed));
 }
 

@@ -13,10 +13,11 @@
 #include "common.hpp"
 #include "exercise.hpp"
 
-#include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs()
+#include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs(), observe()
 
 using namespace pd;
 using pd::lab::needs;
+using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
 using namespace pd::test;
 namespace ex = pd::lab01;
 
@@ -69,6 +70,7 @@ TEST_CASE("lab01.greedy.matches_reference") {
         auto x = randn(std::size_t(n), std::uint64_t(seed++), 3.0f);
         int want = ref_argmax(x);
         int got = ex::greedy(x);
+        observe(fmt::format("greedy over {} logits", n), got);
         CHECK_MESSAGE(got == want, fmt::format(
             "greedy() over {} random logits returned id {}, but the largest logit ({}) is at id {}",
             n, got, x[std::size_t(want)], want));
@@ -99,6 +101,7 @@ TEST_CASE("lab01.greedy.edges") {
         for (float& v : c.x)
             if (std::isfinite(v) && std::fabs(v) < 1e29f) v += shift;
         int got = ex::greedy(c.x);
+        observe(fmt::format("greedy({})", show(c.x)), got);
         CHECK_MESSAGE(got == c.want, fmt::format("greedy({}) returned {}, expected {}: {}", show(c.x), got,
                                                  c.want, c.lesson));
     }
@@ -131,6 +134,8 @@ TEST_CASE("lab01.softmax.matches_reference") {
         for (float T : {0.25f, 1.0f, 3.0f}) {
             auto x = randn(std::size_t(n), std::uint64_t(seed++), 2.0f);
             auto p = ex::softmax_with_temperature(x, T);
+            // Two correct softmaxes: each within the test's tolerance of the reference.
+            observe(fmt::format("softmax of {} logits, T={}", n, T), p, {2e-6, 2e-4});
             REQUIRE_MESSAGE(p.size() == x.size(), fmt::format(
                 "softmax returned {} probabilities for {} logits: one per logit", p.size(), x.size()));
             double sum = 0;
@@ -149,6 +154,7 @@ TEST_CASE("lab01.softmax.large_logits_do_not_overflow") {
     needs([] { ex::softmax_with_temperature(std::vector<float>{1.0f}, 1.0f); });
     std::vector<float> x = {1000.0f, 999.0f, 998.0f};  // exp(1000) is inf in float
     auto p = ex::softmax_with_temperature(x, 1.0f);
+    observe("softmax of [1000, 999, 998]", p, {2e-6, 2e-4});
     REQUIRE(p.size() == 3);
     for (float v : p)
         REQUIRE_MESSAGE(std::isfinite(v), "softmax of [1000, 999, 998] gave inf or NaN: exp(1000) overflows a "
@@ -157,6 +163,7 @@ TEST_CASE("lab01.softmax.large_logits_do_not_overflow") {
     std::vector<float> want = {0.66524096f, 0.24472847f, 0.09003057f};
     check_close(p, want, 1e-6f, 1e-4f, "softmax of [1000, 999, 998]");
     auto q = ex::softmax_with_temperature(std::vector<float>{-1000.0f, -1001.0f}, 1.0f);
+    observe("softmax of [-1000, -1001]", q, {2e-6, 2e-4});
     for (float v : q)
         CHECK_MESSAGE(std::isfinite(v), "softmax of [-1000, -1001] gave NaN: exp(-1000) underflows to 0 and 0/0 is "
                                         "NaN; subtracting the max fixes this too");
@@ -170,6 +177,7 @@ TEST_CASE("lab01.softmax.temperature_shapes_the_distribution") {
     for (float& v : x) v += shift;
     // Cold: nearly all mass on the best id.
     auto cold = ex::softmax_with_temperature(x, 0.01f);
+    observe("softmax at T=0.01", cold, {2e-6, 2e-4});
     CHECK_MESSAGE(cold[0] > 0.999f, fmt::format(
         "at T=0.01 the best logit should take almost all the probability (that is why T -> 0 is greedy), got {}",
         cold[0]));
@@ -177,6 +185,7 @@ TEST_CASE("lab01.softmax.temperature_shapes_the_distribution") {
     double last_h = -1, last_top = 2;
     for (float T : {0.3f, 0.7f, 1.0f, 2.0f, 5.0f, 20.0f}) {
         auto p = ex::softmax_with_temperature(x, T);
+        observe(fmt::format("softmax at T={}", T), p, {2e-6, 2e-4});
         double h = entropy(p);
         CHECK_MESSAGE(h > last_h, fmt::format(
             "raising T to {} should flatten the distribution (higher entropy), but entropy went {} -> {}: "
@@ -187,6 +196,7 @@ TEST_CASE("lab01.softmax.temperature_shapes_the_distribution") {
     }
     // Very hot: close to uniform.
     auto hot = ex::softmax_with_temperature(x, 1e4f);
+    observe("softmax at T=10000", hot, {2e-6, 2e-4});
     for (float v : hot)
         CHECK_MESSAGE(std::fabs(v - 0.2f) < 1e-3f, fmt::format(
             "at T=10000 every one of 5 ids should have probability about 1/5, got {}", v));
@@ -215,6 +225,7 @@ TEST_CASE("lab01.top_k.k1_is_greedy") {
     for (float T : {0.1f, 1.0f, 50.0f})
         for (int i = 0; i < 50; i++) {
             int got = ex::sample_top_k(x, T, 1, rng);
+            observe(fmt::format("sample_top_k, k=1, T={}", T), got);
             REQUIRE_MESSAGE(got == best, fmt::format(
                 "top-k with k=1 (T={}) returned id {}; with one candidate left it must be the argmax, id {}", T,
                 got, best));
@@ -281,6 +292,11 @@ TEST_CASE("lab01.top_k.frequencies_follow_the_renormalised_softmax") {
             for (double& w : want) w /= s;
             std::vector<int> count(x.size(), 0);
             for (int i = 0; i < N; i++) count[std::size_t(ex::sample_top_k(x, T, k, rng))]++;
+            // Not the drawn ids (a correct sampler may draw others) but their
+            // frequencies: two correct samplers are within twice the test's 0.012.
+            std::vector<double> freq;
+            for (int c : count) freq.push_back(double(c) / N);
+            observe(fmt::format("sample_top_k frequencies, k={}, T={}", k, T), freq, {0.024, 0});
             for (std::size_t id = 0; id < x.size(); id++) {
                 double f = double(count[id]) / N;
                 CHECK_MESSAGE(std::fabs(f - want[id]) < 0.012, fmt::format(

@@ -17,6 +17,7 @@
 
 using namespace pd;
 using pd::lab::needs;
+using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
 using namespace pd::test;
 namespace ex = pd::lab02;
 
@@ -128,7 +129,14 @@ void check_stat(double got, double want, const char* name, const std::vector<dou
         "{} of [{}] is {}, got {}: {}", name, fmt::join(v, ", "), want, got, lesson));
 }
 
+// Every field of `s`, for the grader: two correct summaries agree to rounding.
+void observe_stats(const std::string& what, const Stats& s) {
+    observe(what, std::vector<double>{double(s.n), s.mean, s.median, s.stdev, s.min, s.max, s.p90, s.p99},
+            {1e-9, 1e-9});
+}
+
 void check_all(const Stats& s, const std::vector<double>& v) {
+    observe_stats(fmt::format("stats of {} samples", v.size()), s);
     Ref r = ref_stats(v);
     CHECK_MESSAGE(s.n == int(v.size()), fmt::format("n should be the number of samples, {}, got {}", v.size(), s.n));
     check_stat(s.mean, r.mean, "mean", v, "sum / n");
@@ -188,6 +196,9 @@ TEST_CASE("lab02.decode_loop.same_tokens_as_generate") {
         REQUIRE(g1 == want[0]);
         std::vector<double> ms;
         auto got = ex::decode_loop(*engine, 0, g1, steps, ms);
+        observe(fmt::format("decode_loop tokens, P={}", P), got);
+        observe(fmt::format("cache length and step times kept, P={}", P),
+                std::vector<int>{engine->cache_len(0), int(ms.size())});
         std::vector<int> expect(want.begin() + 1, want.end());
         CHECK_MESSAGE(got == expect, fmt::format(
             "P={}: the decode loop chose [{}], but greedy generation gives [{}] after g1={}. Return the {} tokens "
@@ -210,6 +221,9 @@ TEST_CASE("lab02.decode_loop.one_timed_decode_per_step") {
     std::vector<double> ms = {-1, -1, -1};  // leftovers that must be cleared
     const int steps = in.integer(3, 10);
     auto got = ex::decode_loop(spy, 0, g1, steps, ms);
+    observe("decode_loop tokens", got);
+    observe("step_ms (the spy's timer values)", ms);
+    observe("tokens fed to decode", spy.fed);
     REQUIRE(got.size() == std::size_t(steps));
     CHECK_MESSAGE(spy.decode_calls == steps, fmt::format(
         "{} decode steps should call engine.decode exactly {} times, it was called {} times", steps, steps,
@@ -246,6 +260,8 @@ TEST_CASE("lab02.decode_loop.uses_its_slot_only") {
     int g1 = argmax(logits, engine->config().vocab_size);
     std::vector<double> ms;
     auto got = ex::decode_loop(*engine, 1, g1, 4, ms);
+    observe("decode_loop tokens in slot 1", got);
+    observe("cache lengths of slots 0 and 1", std::vector<int>{engine->cache_len(0), engine->cache_len(1)});
     CHECK_MESSAGE(engine->cache_len(0) == 3, fmt::format(
         "decode_loop on slot 1 changed slot 0's cache from 3 to {} positions: pass `slot` to engine.decode",
         engine->cache_len(0)));
@@ -266,6 +282,8 @@ TEST_CASE("lab02.decode_loop.zero_and_negative_steps") {
     spy.prefill(0, prompt, Keep::last);
     std::vector<double> ms = {5.0};
     auto got = ex::decode_loop(spy, 0, 1, 0, ms);
+    observe("zero steps: tokens, step times, decode calls, cache length",
+            std::vector<int>{int(got.size()), int(ms.size()), spy.decode_calls, spy.cache_len(0)});
     CHECK_MESSAGE(got.empty(), "zero steps return no tokens");
     CHECK_MESSAGE(ms.empty(), "zero steps leave step_ms empty (clear it first)");
     CHECK_MESSAGE(spy.decode_calls == 0, "zero steps call engine.decode zero times");
@@ -282,6 +300,9 @@ TEST_CASE("lab02.harness.one_run_times_prefill_and_each_step") {
     auto prompt = prompt_of(in.integer(1, 16), 210);
     const int steps = in.integer(1, 8);
     ex::RunTimes run = ex::time_one_run(spy, 0, prompt, steps);
+    observe("prefill_ms (the spy's timer value)", run.prefill_ms);
+    observe("step_ms (the spy's timer values)", run.step_ms);
+    observe("tokens of the run", run.tokens);
     CHECK_MESSAGE(spy.prefill_calls == 1, fmt::format(
         "one run makes exactly one prefill pass (all P = {} prompt tokens at once), it made {}", prompt.size(),
         spy.prefill_calls));
@@ -309,6 +330,7 @@ TEST_CASE("lab02.harness.a_run_starts_from_an_empty_cache") {
     const int steps = in.integer(1, 6);
     spy.prefill(0, prompt_of(in.integer(1, 10), 213), Keep::last);  // an earlier run's sequence is still there
     ex::time_one_run(spy, 0, prompt, steps);
+    observe("prefills onto an old cache, cache length", std::vector<int>{spy.prefills_onto_old_cache, spy.cache_len(0)});
     CHECK_MESSAGE(spy.prefills_onto_old_cache == 0, fmt::format(
         "your run's prefill went onto a cache that already held positions: engine.reset(slot) first, or the "
         "second run extends the first one's sequence (a longer cache, other tokens, other times)"));
@@ -323,6 +345,10 @@ TEST_CASE("lab02.harness.warmups_are_run_and_thrown_away") {
     auto prompt = prompt_of(in.integer(1, 8), 215);
     const ex::Recipe r = small_recipe(in);
     ex::Measurement m = ex::measure(spy, 0, prompt, r);
+    std::vector<double> kept;
+    for (const auto& run : m.runs) kept.push_back(run.prefill_ms);
+    observe("prefill_ms of the kept runs (the spy's timer values)", kept);
+    observe("prefill passes", spy.prefill_calls);
     CHECK_MESSAGE(spy.prefill_calls == r.warmup + r.repeats, fmt::format(
         "{} warm-up + {} measured runs make {} prefill passes, you made {}: warm-ups really run (they pay the "
         "one-time costs), they are just not kept", r.warmup, r.repeats, r.warmup + r.repeats, spy.prefill_calls));
@@ -415,6 +441,7 @@ TEST_CASE("lab02.stats.single_sample") {
     needs([] { ex::stats_of(std::vector<double>{1.0}); });
     const std::vector<double> v = {pd::lab::Inputs(222).uniform(0.1, 100.0)};
     Stats s = ex::stats_of(v);
+    observe_stats("stats of one sample", s);
     CHECK_MESSAGE(s.n == 1, "n of one sample is 1");
     CHECK_MESSAGE(s.stdev == 0.0, fmt::format(
         "the stdev of a single sample is defined as 0 here (n - 1 = 0 would divide by zero), got {}", s.stdev));

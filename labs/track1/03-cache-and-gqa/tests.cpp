@@ -17,10 +17,11 @@
 #include "model.hpp"
 #include "model_source.hpp"
 
-#include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs()
+#include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs(), observe()
 
 using namespace pd;
 using pd::lab::needs;
+using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
 using namespace pd::test;
 namespace ex = pd::lab03;
 
@@ -91,6 +92,7 @@ TEST_CASE("lab03.gqa.matches_engine_head_map") {
             for (int h = 0; h < n_heads; h++) {
                 int want = kv_head_for(h, n_heads, n_kv);
                 int got = ex::kv_head_for_query(h, n_heads, n_kv);
+                observe(fmt::format("kv_head_for_query({}, {}, {})", h, n_heads, n_kv), got);
                 if (got == want) continue;
                 std::string hint = (got == h % n_kv)
                     ? "you interleaved the heads (h % n_kv_heads); the heads of a group are CONSECUTIVE: h / group_size"
@@ -115,6 +117,7 @@ TEST_CASE("lab03.gqa.mha_gqa_mqa") {
     // Every KV head serves exactly group_size query heads (Llama 3.2 1B: 32 query, 8 KV heads).
     std::vector<int> served(8, 0);
     for (int h = 0; h < 32; h++) served[std::size_t(ex::kv_head_for_query(h, 32, 8))]++;
+    observe("query heads served by each of 8 KV heads (32 query heads)", served);
     for (int k = 0; k < 8; k++)
         CHECK_MESSAGE(served[std::size_t(k)] == 4, fmt::format(
             "with 32 query heads and 8 KV heads each KV head serves 4 query heads; KV head {} serves {}", k,
@@ -146,6 +149,7 @@ TEST_CASE("lab03.bytes.formula") {
                 for (std::size_t bytes : {std::size_t(1), std::size_t(2), std::size_t(4)}) {
                     unsigned long long want = 2ull * c.n_layers * B * c.n_kv_heads * S * c.head_dim * bytes;
                     std::size_t got = ex::kv_cache_bytes(c, B, S, bytes);
+                    observe(fmt::format("kv_cache_bytes({}, B={}, S={}, {})", spec, B, S, bytes), got);
                     std::string hint;
                     if (want != 0 && got * 2 == want) hint = " (half: both K AND V are cached)";
                     else if (want != 0 && c.n_heads != c.n_kv_heads && got == want / c.n_kv_heads * c.n_heads)
@@ -172,6 +176,7 @@ TEST_CASE("lab03.bytes.uses_kv_heads_not_query_heads") {
     Config mqa = shape_of("llama,dim=512,heads=8,kv_heads=1");
     std::size_t a = ex::kv_cache_bytes(mha, 1, 1024, 2), b = ex::kv_cache_bytes(gqa, 1, 1024, 2),
                 c = ex::kv_cache_bytes(mqa, 1, 1024, 2);
+    observe("kv_cache_bytes of MHA, GQA (2 KV heads), MQA: 1024 tokens, bf16", std::vector<std::size_t>{a, b, c});
     CHECK_MESSAGE(a == 4 * b, fmt::format(
         "GQA with 2 KV heads caches a quarter of MHA's 8: expected {} / 4 = {}, got {}. The cache holds K/V per KV "
         "head (n_kv_heads), not per query head", a, a / 4, b));
@@ -187,6 +192,7 @@ TEST_CASE("lab03.bytes.no_overflow") {
     Config l1b = shape_of("llama-1b");
     // 64 sequences of 131072 tokens: 2^38 bytes, far past what an int holds.
     std::size_t got = ex::kv_cache_bytes(l1b, 64, 131072, 2);
+    observe("kv_cache_bytes(llama-1b, B=64, S=131072, 2)", got);
     CHECK_MESSAGE(got == (std::size_t(1) << 38), fmt::format(
         "64 x 131072 tokens of llama-1b in bf16 are 2^38 = {} bytes, got {}: multiply in std::size_t from the "
         "first factor on (an int product overflows at 2^31)", std::size_t(1) << 38, got));
@@ -217,6 +223,9 @@ TEST_CASE("lab03.kv_cache.append_writes_at_seq_len") {
     auto k = randn(std::size_t(H * D), 101), v = randn(std::size_t(H * D), 102);  // n_kv_heads * head_dim
     ex::append_kv(mine, layer, seq, k.data(), v.data());
     kv_write(want, layer, seq, pos, k.data(), v.data());  // the engine's write at position seq_len[seq]
+    observe("K after append_kv", mine.k);
+    observe("V after append_kv", mine.v);
+    observe("seq_len after append_kv", mine.seq_len);
     for (int h = 0; h < H; h++) {
         const float* kh = k.data() + h * D;
         if (std::memcmp(kv_key(mine, layer, seq, h, pos), kh, sizeof(float) * std::size_t(D)) != 0) {
@@ -250,12 +259,14 @@ TEST_CASE("lab03.kv_cache.commit_advances_once") {
     CHECK_MESSAGE(std::memcmp(kv_key(c, 1, 1, 0, 0), k.data(), sizeof(float) * 2) == 0,
                   "the first token of an empty sequence goes at position 0");
     int len = ex::commit_kv(c, 1);
+    observe("commit_kv(seq 1) and then seq_len", std::vector<int>{len, c.seq_len[0], c.seq_len[1]});
     CHECK_MESSAGE(len == 1, fmt::format("commit_kv returns the new length: 1, got {}", len));
     CHECK_MESSAGE(c.seq_len == std::vector<int>({0, 1}), fmt::format(
         "commit_kv(seq 1) should make seq_len [0, 1], got [{}]", fmt::join(c.seq_len, ", ")));
     // The next token lands one position further on.
     auto k2 = randn(2, 9), v2 = randn(2, 10);
     ex::append_kv(c, 0, 1, k2.data(), v2.data());
+    observe("K after a second append", c.k);
     CHECK_MESSAGE(std::memcmp(kv_key(c, 0, 1, 0, 1), k2.data(), sizeof(float) * 2) == 0,
                   "after one commit the next append goes to position 1");
     CHECK_MESSAGE(std::memcmp(kv_key(c, 0, 1, 0, 0), k.data(), sizeof(float) * 2) == 0,
@@ -293,6 +304,10 @@ TEST_CASE("lab03.kv_cache.replays_an_engine_cache") {
         int len = ex::commit_kv(mine, 1);
         REQUIRE_MESSAGE(len == pos + 1, fmt::format("after committing token {} the length is {}, got {}", pos, pos + 1, len));
     }
+    // Copies of the engine's values: two processes' engines agree to rounding at most.
+    observe("seq_len of the rebuilt cache", mine.seq_len);
+    observe("K of the rebuilt cache", mine.k, {1e-6, 1e-5});
+    observe("V of the rebuilt cache", mine.v, {1e-6, 1e-5});
     CHECK_MESSAGE(mine.seq_len == std::vector<int>({0, total}), fmt::format(
         "after {} tokens in sequence 1, seq_len should be [0, {}], got [{}]", total, total,
         fmt::join(mine.seq_len, ", ")));
@@ -356,6 +371,8 @@ TEST_CASE("lab03.attention.matches_engine_and_reference") {
             ex::attend_one_head(mine.data(), q.data(), c, 1, 1, 2, n);
             attend_one(eng.data(), q.data(), c, 1, 1, 2, n, scores.data());
             auto ref = ref_attend(q.data(), c, 1, 1, 2, n);
+            // Two correct kernels: each within the test's tolerance of the reference.
+            observe(fmt::format("attend_one_head, head_dim {}, {} keys", D, n), mine, {2e-5, 2e-4});
             if (!close_all(mine, ref, 1e-4f)) {
                 std::string why;
                 if (n > 1 && close_all(mine, ref_attend(q.data(), c, 1, 1, 2, n, false), 1e-4f))
@@ -382,6 +399,7 @@ TEST_CASE("lab03.attention.one_key_returns_its_value") {
     auto q = randn(32, 6);
     std::vector<float> out(32);
     ex::attend_one_head(out.data(), q.data(), c, 0, 0, 0, 1);
+    observe("attend_one_head over one key", out, {2e-6, 2e-6});
     std::vector<float> v0(kv_value(c, 0, 0, 0, 0), kv_value(c, 0, 0, 0, 0) + 32);
     check_close(out, v0, 1e-6f, 1e-6f,
                 "with a single key the softmax weight is 1, so the output is exactly V[0] (the token attends to itself)");
@@ -400,6 +418,7 @@ TEST_CASE("lab03.attention.reads_only_the_first_n_keys") {
     std::vector<float> out(16);
     const int head = pd::lab::Inputs(305).integer(0, 1);
     ex::attend_one_head(out.data(), q.data(), c, 0, 0, head, 10);
+    observe("attend_one_head over 10 keys before poisoned ones", out, {2e-5, 2e-4});
     for (float x : out)
         REQUIRE_MESSAGE(std::isfinite(x), "the output is NaN: you read cache positions at or after n_keys = 10. A query "
                                           "sees positions 0..n_keys-1 only (causal attention; later rows are not "
@@ -414,6 +433,7 @@ TEST_CASE("lab03.attention.large_scores_are_stable") {
     auto q = randn(64, 14, 60.0f);  // scores in the hundreds: exp() overflows without the max trick
     std::vector<float> out(64);
     ex::attend_one_head(out.data(), q.data(), c, 0, 0, 0, 50);
+    observe("attend_one_head with scores in the hundreds", out, {2e-4, 2e-3});
     for (float x : out)
         REQUIRE_MESSAGE(std::isfinite(x), "large scores gave inf/NaN: subtract the largest score before exp()");
     check_close(out, ref_attend(q.data(), c, 0, 0, 0, 50), 1e-4f, 1e-3f, "attention with scores in the hundreds");
@@ -438,6 +458,7 @@ TEST_CASE("lab03.attention.real_forward_pass") {
         for (int h = 0; h < cf.n_heads; h++) {
             int kvh = ex::kv_head_for_query(h, cf.n_heads, cf.n_kv_heads);
             ex::attend_one_head(out.data(), st.q.data() + std::size_t(t) * Q + h * D, cache, l, 0, kvh, t + 1);
+            observe(fmt::format("attention output, prompt position {}, query head {}", t, h), out, {2e-4, 2e-3});
             check_close(out.data(), st.att.data() + std::size_t(t) * Q + h * D, std::size_t(D), 1e-4f, 1e-3f,
                         fmt::format("prompt position {}, query head {} (KV head {}), {} keys: the engine's attention "
                                     "output in the last layer", t, h, kvh, t + 1));

@@ -29,6 +29,7 @@
 using namespace pd;
 using namespace pd::lab05;
 using namespace pd::test;
+using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
 
 namespace {
 
@@ -178,6 +179,15 @@ void check_normal_equations(std::span<const double> P, std::span<const double> m
     }
 }
 
+// A fit's coefficients, for the grader: two correct fits agree within twice
+// the test's relative tolerance (c0 has its own: long prompts leave it few digits).
+void observe_fit(const std::string& what, const Fit& f, double rtol, double c0_rtol, double b_atol = 0) {
+    observe(what + ": a", f.a, {0, rtol});
+    observe(what + ": b", f.b, {b_atol, rtol});
+    observe(what + ": c0", f.c0, {0, c0_rtol});
+    observe(what + ": r2", f.r2, {2e-8, 0});
+}
+
 }  // namespace
 
 // --- batched_attention -----------------------------------------------------------
@@ -191,6 +201,7 @@ TEST_CASE("lab05.attention.matches_engine_attention") {
             "(1/sqrt(head_dim)) or the softmax, in some heads only at the head map h / (n_heads / "
             "n_kv_heads), in some rows only at the row's slot or length", trial, describe(c));
         std::vector<float> got = yours(c), want = engine_attention(c);
+        observe(fmt::format("ragged attention, batch {}", trial), got, {2e-5, 2e-4});
         check_close(got.data(), want.data(), got.size(), 1e-5f, 1e-4f, what);
     }
 }
@@ -199,6 +210,7 @@ TEST_CASE("lab05.attention.positions_past_len_are_masked") {
     for (std::uint64_t trial = 0; trial < 20; trial++) {
         RaggedCase c = random_ragged(200 + trial);
         std::vector<float> before = yours(c);
+        observe(fmt::format("ragged attention, batch {}", trial), before, {2e-5, 2e-4});
         // Poison what the rows may not see: in each slot, the positions from the
         // shortest length among the rows using it on.
         for (int b = 0; b < c.cache.batch; b++) {
@@ -231,6 +243,7 @@ TEST_CASE("lab05.attention.one_position_is_its_value") {
     RaggedCase c = random_ragged(300);
     std::fill(c.lens.begin(), c.lens.end(), 1);
     std::vector<float> got = yours(c);
+    observe("ragged attention over one position", got, {2e-6, 2e-6});
     const int D = c.cache.head_dim, group = c.n_heads / c.cache.n_kv_heads;
     for (std::size_t r = 0; r < c.slots.size(); r++)
         for (int h = 0; h < c.n_heads; h++)
@@ -319,6 +332,7 @@ TEST_CASE("lab05.batched_decode.generation_matches_generate") {
                 for (std::size_t r = 0; r < out.size(); r++)
                     if (before[r] > 0) out[r].push_back(lb.batch.next[r]);
             }
+            observe(fmt::format("{}, batch {}: tokens of each sequence", spec, trial), out);
             for (std::size_t r = 0; r < out.size(); r++) {
                 GenerateOptions g;
                 g.max_new_tokens = wanted[r] + 1;
@@ -345,6 +359,7 @@ TEST_CASE("lab05.batched_decode.one_engine_call_for_the_unfinished") {
     const int len0 = e.cache_len(lb.batch.slots[0]), next0 = lb.batch.next[0];
     const int rows = batched_decode_step(e, lb.batch);
     const int unfinished = int(lb.batch.slots.size()) - 1;
+    observe("rows, decode calls, decode rows", std::vector<int>{rows, e.decode_calls, e.decode_rows});
     {
         INFO("batching means ONE forward pass with all unfinished rows: the weights are streamed "
              "from memory once for all of them. One call per sequence gives the same tokens but reads "
@@ -381,6 +396,7 @@ TEST_CASE("lab05.batched_decode.greedy_per_row") {
     Batch b;
     for (int r = 0; r < B; r++) b.slots.push_back(B - 1 - r), b.next.push_back(100 + r), b.remaining.push_back(2);
     batched_decode_step(e, b);
+    observe("next and remaining after one step", std::vector<std::vector<int>>{b.next, b.remaining});
     {
         INFO("the step must consume each sequence's own newest token, for its own slot");
         CHECK(e.seen_slots == b.slots);
@@ -451,6 +467,7 @@ TEST_CASE("lab05.fit.exact_quadratic") {
     std::vector<double> P = {16, 32, 64, 128, 256, 512, 1024}, ms;
     for (double p : P) ms.push_back(t.c0 + t.a * p + t.b * p * p);
     Fit f = fit_linear_quadratic(P, ms);
+    observe_fit("exact quadratic", f, 2e-7, 2e-8);
     INFO("exact data: the fit must give back c0 = " << t.c0 << ", a = " << t.a << ", b = " << t.b
          << "; got c0 = " << f.c0 << ", a = " << f.a << ", b = " << f.b);
     CHECK(f.c0 == doctest::Approx(t.c0).epsilon(1e-8));
@@ -469,6 +486,7 @@ TEST_CASE("lab05.fit.long_prompts_keep_their_digits") {
         ms.push_back(t.c0 + t.a * p + t.b * p * p);
     }
     Fit f = fit_linear_quadratic(P, ms);
+    observe_fit("long prompts", f, 2e-5, 2e-2);
     INFO("got c0 = " << f.c0 << ", a = " << f.a << ", b = " << f.b << "; expected " << t.c0 << ", " << t.a
          << ", " << t.b << ". With long prompts the entries of A^T A span ~18 orders of "
             "magnitude: accumulate in double (a float keeps 7 digits), and prefer scaled lengths "
@@ -485,6 +503,7 @@ TEST_CASE("lab05.fit.linear_data_has_no_quadratic_term") {
     std::vector<double> N = {1, 8, 16, 32, 64, 128}, ms;
     for (double n : N) ms.push_back(t.c0 + 100 * t.a * (n - 1));
     Fit f = fit_linear_quadratic(N, ms);
+    observe_fit("straight line", f, 2e-8, 2e-8, 2e-10);
     CHECK(f.a == doctest::Approx(100 * t.a).epsilon(1e-8));
     INFO("b must come out 0 (to rounding) when the data is a straight line; got " << f.b);
     CHECK(std::fabs(f.b) < 1e-10);
@@ -504,6 +523,7 @@ TEST_CASE("lab05.fit.noisy_is_least_squares") {
         }
         if (std::set<double>(P.begin(), P.end()).size() < 3) continue;
         Fit f = fit_linear_quadratic(P, ms);
+        observe_fit(fmt::format("noisy trial {}", trial), f, 2e-6, 2e-6);
         INFO("trial " << trial << " with " << P.size() << " noisy points");
         check_normal_equations(P, ms, f, fmt::format("trial {}", trial));
         // r2 from its definition.
