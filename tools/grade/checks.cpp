@@ -124,7 +124,6 @@ bool run_test_binary(const Context& c, const Check& k, const fs::path& bin, cons
     auto observed = read_observations(observe_file, why);
     if (!observed) {
         res.outcome = Outcome::error;
-        std::error_code ec;
         res.reason = fs::symlink_status(observe_file, ec).type() == fs::file_type::not_found
                          ? "the test program printed a passing summary but recorded no observations: its test "
                            "cases did not run (a summary alone does not count)"
