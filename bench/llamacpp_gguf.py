@@ -4,7 +4,7 @@
     bench/llamacpp_gguf.py --gguf-py LLAMA_CPP_SRC/gguf-py --type f32|f16|bf16 --out FILE [--seed N]
 
 The model is a llama (architecture "llama") of exactly the shapes of the preset in
-src/config.cpp: hidden 768, 12 layers, 12 heads of 64, 4 KV heads, MLP 2048, vocab 32000,
+src/io/config.cpp: hidden 768, 12 layers, 12 heads of 64, 4 KV heads, MLP 2048, vocab 32000,
 context 1024, RMSNorm eps 1e-5, rope theta 10000, untied output head. Its weights are seeded
 random numbers (normal, std 0.02; norms all 1): llama-bench only times the model, so the
 values do not matter, only that they are finite and ordinary (no denormals, no NaN).
@@ -23,7 +23,7 @@ import sys
 import types
 from pathlib import Path
 
-# The shapes of synthetic:bench-llama-125m (src/config.cpp, preset "bench-llama-125m").
+# The shapes of synthetic:bench-llama-125m (src/io/config.cpp, preset "bench-llama-125m").
 # bench/llamacpp checks them against `pdlab info --model synthetic:bench-llama-125m`.
 SHAPES = dict(dim=768, ffn=2048, layers=12, heads=12, kv_heads=4, head_dim=64,
               vocab=32000, ctx=1024, eps=1e-5, theta=10000.0)

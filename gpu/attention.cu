@@ -1,4 +1,4 @@
-// Attention kernels; the CPU twins are in src/attention.cpp. The step-by-step
+// Attention kernels; the CPU twins are in src/engine/attention.cpp. The step-by-step
 // versions these grew from (naive, shared-memory softmax, split-K, tiled) are
 // in gpu/dev/attention_decode.cu and gpu/dev/attention_prefill.cu.
 #include "attention.cuh"

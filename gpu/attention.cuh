@@ -1,4 +1,4 @@
-// Causal self-attention against the device KV cache. Mirrors src/attention.hpp
+// Causal self-attention against the device KV cache. Mirrors src/engine/attention.hpp
 // (the CPU twins: pd::attention_prefill and pd::attention_decode).
 //
 // Query head h reads KV head h / (n_heads / n_kv_heads): MHA, GQA and MQA in

@@ -1,7 +1,7 @@
 // The CUDA engine: the host side of the GPU backend (C++20, compiled by g++).
 // It uploads the model's row-major weights once (never the CPU's packed
 // copy, which a CUDA run does not make), checks every request with the CPU's checks
-// (src/request.hpp), stages the per-row inputs, enqueues the forward pass
+// (src/engine/request.hpp), stages the per-row inputs, enqueues the forward pass
 // (gpu/model.cu) and brings the logits back to host memory.
 #include "cuda_engine.hpp"
 
@@ -19,8 +19,8 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
-#include "ops.hpp"
-#include "request.hpp"
+#include "engine/ops.hpp"
+#include "engine/request.hpp"
 
 namespace pd {
 

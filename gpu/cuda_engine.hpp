@@ -1,4 +1,4 @@
-// The CUDA backend behind the device seam (src/engine.hpp). src/engine.cpp
+// The CUDA backend behind the device seam (src/engine/engine.hpp). src/engine/engine.cpp
 // includes this header when the kit is built with PDLAB_HAVE_CUDA and calls
 // the two functions below; nothing else in src/ knows the GPU exists.
 #pragma once
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace pd {
 

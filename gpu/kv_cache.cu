@@ -1,4 +1,4 @@
-// The device KV cache; the CPU twin is src/kv_cache.cpp.
+// The device KV cache; the CPU twin is src/engine/kv_cache.cpp.
 #include "kv_cache.cuh"
 
 #include "common.cuh"

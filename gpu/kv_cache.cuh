@@ -1,4 +1,4 @@
-// The KV cache on the GPU. Mirrors src/kv_cache.hpp: the same layout, per
+// The KV cache on the GPU. Mirrors src/engine/kv_cache.hpp: the same layout, per
 // layer K and V each (batch, n_kv_heads, max_seq, head_dim) in f32, in device
 // memory; the sequence lengths stay on the host, since the host decides every
 // position and passes them to the kernels.

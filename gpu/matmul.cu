@@ -1,4 +1,4 @@
-// cuBLAS GEMMs for the Linear layers; the CPU twin is src/matmul.cpp.
+// cuBLAS GEMMs for the Linear layers; the CPU twin is src/engine/matmul.cpp.
 #include "matmul.cuh"
 
 #include "ops.cuh"

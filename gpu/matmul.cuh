@@ -1,5 +1,5 @@
 // Matrix products on the GPU: y = x @ W^T + b for every Linear layer, with
-// cuBLAS. Mirrors src/matmul.hpp; the CPU twin is pd::ref::linear
+// cuBLAS. Mirrors src/engine/matmul.hpp; the CPU twin is pd::ref::linear
 // (tests/reference/reference.hpp) and pd::linear_forward.
 //
 // W is row-major (out, in) on the device, as on the host. cuBLAS is

@@ -1,4 +1,4 @@
-// The forward pass on the GPU, step for step the one in src/model.cpp.
+// The forward pass on the GPU, step for step the one in src/engine/model.cpp.
 #include "model.cuh"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The decoder on the GPU: device weights, device run state, and the forward
-// pass of both phases. Mirrors src/model.hpp; the weights are uploaded once
+// pass of both phases. Mirrors src/engine/model.hpp; the weights are uploaded once
 // from the host pd::Model by cuda_engine.cpp (which is where the C++20 host
 // types live), so this header only needs plain structs.
 //

@@ -1,4 +1,4 @@
-// Element-wise and row-wise kernels; the CPU twins are in src/ops.cpp.
+// Element-wise and row-wise kernels; the CPU twins are in src/engine/ops.cpp.
 //
 // Row-wise operations (the norms) run one block per row: the threads stride
 // over the row's D features and combine their partial sums with block_sum().

@@ -1,5 +1,5 @@
 // The element-wise and row-wise operations of a transformer layer, on the GPU.
-// Mirrors src/ops.hpp: each launcher here has its CPU twin there (same name,
+// Mirrors src/engine/ops.hpp: each launcher here has its CPU twin there (same name,
 // same arguments, same math), and tests/gpu/test_kernels.cpp checks one
 // against the other.
 //

@@ -1,6 +1,6 @@
 // The two targets of the GPU track, judged from measured numbers. Plain host
 // code (no CUDA): gpu/dev/targets and the gpu.host test use it, in builds with
-// or without the CUDA backend. The costs come from src/roofline.hpp (one
+// or without the CUDA backend. The costs come from src/measure/roofline.hpp (one
 // definition of weight bytes and useful FLOPs for the whole kit).
 //
 //   decode  is memory-bound: a step reads every matrix weight once, so it
@@ -12,9 +12,9 @@
 //           >= 0.5 x the cuBLAS bf16 GEMM rate measured on the same card.
 #pragma once
 
-#include "config.hpp"
-#include "matmul.hpp"
-#include "roofline.hpp"
+#include "io/config.hpp"
+#include "engine/matmul.hpp"
+#include "measure/roofline.hpp"
 
 namespace pd::targets {
 

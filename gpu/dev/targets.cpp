@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "config.hpp"
-#include "model_source.hpp"
+#include "io/config.hpp"
+#include "io/model_source.hpp"
 #include "targets.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer.hpp"
+#include "io/tokenizer.hpp"
 
 namespace pd::lab {
 

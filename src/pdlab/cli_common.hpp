@@ -9,9 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "bench.hpp"
-#include "engine.hpp"
-#include "model_source.hpp"
+#include "measure/bench.hpp"
+#include "engine/engine.hpp"
+#include "io/model_source.hpp"
 
 namespace pd::cli {
 

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench.hpp"
+#include "measure/bench.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "hardware.hpp"
+#include "measure/hardware.hpp"
 
 namespace pd::cli {
 

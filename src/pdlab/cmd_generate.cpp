@@ -5,7 +5,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "generate.hpp"
+#include "engine/generate.hpp"
 
 namespace pd::cli {
 

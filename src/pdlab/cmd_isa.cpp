@@ -4,8 +4,8 @@
 #include <string>
 
 #include "commands.hpp"
-#include "hardware.hpp"
-#include "isa.hpp"
+#include "measure/hardware.hpp"
+#include "engine/isa.hpp"
 
 namespace pd::cli {
 

@@ -3,7 +3,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
 
 namespace pd::cli {
 

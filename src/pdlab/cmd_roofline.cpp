@@ -9,10 +9,10 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "hardware.hpp"
-#include "model_source.hpp"
-#include "isa.hpp"
-#include "roofline.hpp"
+#include "measure/hardware.hpp"
+#include "io/model_source.hpp"
+#include "engine/isa.hpp"
+#include "measure/roofline.hpp"
 
 namespace pd::cli {
 

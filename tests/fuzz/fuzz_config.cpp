@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "common.hpp"
-#include "config.hpp"
+#include "io/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     try {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer.hpp"
+#include "io/tokenizer.hpp"
 
 #ifndef PDLAB_SOURCE_ROOT
 #define PDLAB_SOURCE_ROOT "."

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "common.hpp"
-#include "safetensors.hpp"
+#include "io/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     try {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "common.hpp"
-#include "tokenizer.hpp"
+#include "io/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     try {

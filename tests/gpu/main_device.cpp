@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 int main(int argc, char** argv) {
     std::string why;

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "common.hpp"
-#include "config.hpp"
-#include "engine.hpp"
-#include "model_source.hpp"
+#include "io/config.hpp"
+#include "engine/engine.hpp"
+#include "io/model_source.hpp"
 #include "targets.hpp"
 
 #ifdef PDLAB_HAVE_CUDA

@@ -1,5 +1,5 @@
-// gpu.kernels: every CUDA kernel against its CPU twin (src/ops.hpp,
-// src/attention.hpp, src/kv_cache.hpp, tests/reference/reference.hpp) on
+// gpu.kernels: every CUDA kernel against its CPU twin (src/engine/ops.hpp,
+// src/engine/attention.hpp, src/engine/kv_cache.hpp, tests/reference/reference.hpp) on
 // random inputs of several shapes, with the llm.c-style check
 // |gpu - cpu| <= atol + rtol |cpu|.
 // Needs a GPU: main_device.cpp exits 77 (skip) without one.
@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "attention.cuh"
-#include "attention.hpp"
+#include "engine/attention.hpp"
 #include "check.hpp"
 #include "common.hpp"
 #include "cuda_check.cuh"
 #include "kv_cache.cuh"
-#include "kv_cache.hpp"
+#include "engine/kv_cache.hpp"
 #include "matmul.cuh"
 #include "ops.cuh"
-#include "ops.hpp"
+#include "engine/ops.hpp"
 #include "reference.hpp"
 
 using namespace pd;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "check.hpp"
-#include "engine.hpp"
-#include "generate.hpp"
-#include "model_source.hpp"
+#include "engine/engine.hpp"
+#include "engine/generate.hpp"
+#include "io/model_source.hpp"
 
 using namespace pd;
 using namespace pd::test;

@@ -106,7 +106,7 @@ def twin_of(solution):
     if not cut:
         fail(f"the lab 03 solution has no line {TWIN_CUT.strip()!r} to cut the twin student at")
     rest = tail[tail.index("\n}\n") + 3:]  # what follows attend_one_head
-    return '#include "attention.hpp"\n' + head + TWIN_BODY + rest
+    return '#include "engine/attention.hpp"\n' + head + TWIN_BODY + rest
 
 
 def make_class(subs, lab, sol):

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "isa.hpp"
+#include "engine/isa.hpp"
 
 // exit code meson reads as "skipped"
 constexpr int kSkip = 77;

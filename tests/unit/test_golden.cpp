@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
-#include "engine.hpp"
-#include "generate.hpp"
-#include "model_source.hpp"
+#include "engine/engine.hpp"
+#include "engine/generate.hpp"
+#include "io/model_source.hpp"
 
 using namespace pd;
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "check.hpp"
-#include "isa.hpp"
-#include "matmul.hpp"
+#include "engine/isa.hpp"
+#include "engine/matmul.hpp"
 #include "reference.hpp"
 
 using namespace pd;

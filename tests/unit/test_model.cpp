@@ -4,11 +4,11 @@
 #include <atomic>
 #include <thread>
 
-#include "attention.hpp"
+#include "engine/attention.hpp"
 #include "check.hpp"
-#include "engine.hpp"
-#include "generate.hpp"
-#include "model_source.hpp"
+#include "engine/engine.hpp"
+#include "engine/generate.hpp"
+#include "io/model_source.hpp"
 #include "reference.hpp"
 
 using namespace pd;

@@ -1,9 +1,9 @@
 // engine.ops: each fast operation against its plain reference.
 #include <cstring>
 
-#include "bf16_convert.hpp"
+#include "engine/bf16_convert.hpp"
 #include "check.hpp"
-#include "ops.hpp"
+#include "engine/ops.hpp"
 #include "reference.hpp"
 
 using namespace pd;

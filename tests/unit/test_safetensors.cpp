@@ -7,10 +7,10 @@
 
 #include "check.hpp"
 #include "common.hpp"
-#include "config.hpp"
-#include "json_checked.hpp"
-#include "npy.hpp"
-#include "safetensors.hpp"
+#include "io/config.hpp"
+#include "io/json_checked.hpp"
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 
 #include "check.hpp"
 #include "common.hpp"
-#include "sampler.hpp"
-#include "timing.hpp"
+#include "engine/sampler.hpp"
+#include "measure/timing.hpp"
 
 using namespace pd;
 using namespace pd::test;

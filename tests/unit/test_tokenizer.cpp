@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "tokenizer.hpp"
+#include "io/tokenizer.hpp"
 
 #ifndef PDLAB_SOURCE_ROOT
 #define PDLAB_SOURCE_ROOT "/work/main"

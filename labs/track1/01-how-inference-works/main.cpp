@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "exercise.hpp"
-#include "attention.hpp"
-#include "generate.hpp"
+#include "engine/attention.hpp"
+#include "engine/generate.hpp"
 #include "lab_main.hpp"
-#include "ops.hpp"
+#include "engine/ops.hpp"
 #include "print.hpp"
-#include "sampler.hpp"
-#include "timing.hpp"
+#include "engine/sampler.hpp"
+#include "measure/timing.hpp"
 
 using namespace pd;
 using lab::quoted;

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sampler.hpp"        // pd::argmax (you wrote its twin in lab 01)
+#include "engine/sampler.hpp"        // pd::argmax (you wrote its twin in lab 01)
 #include "todo_exercise.hpp"  // TODO_EXERCISE and pd::lab::NotImplemented
 
 namespace pd::lab02 {

@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-#include "engine.hpp"
-#include "timing.hpp"
+#include "engine/engine.hpp"
+#include "measure/timing.hpp"
 
 namespace pd::lab02 {
 

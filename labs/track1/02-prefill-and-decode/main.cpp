@@ -20,11 +20,11 @@
 #include <nlohmann/json.hpp>
 
 #include "exercise.hpp"
-#include "generate.hpp"
-#include "hardware.hpp"
+#include "engine/generate.hpp"
+#include "measure/hardware.hpp"
 #include "lab_main.hpp"
 #include "print.hpp"
-#include "sampler.hpp"
+#include "engine/sampler.hpp"
 
 using namespace pd;
 namespace ex = pd::lab02;

@@ -10,8 +10,8 @@
 
 #include "check.hpp"
 #include "exercise.hpp"
-#include "generate.hpp"
-#include "model_source.hpp"
+#include "engine/generate.hpp"
+#include "io/model_source.hpp"
 
 #include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs()
 

@@ -1,6 +1,6 @@
 // Lab 03: the KV cache and grouped-query attention.
 //
-// The cache (src/kv_cache.hpp) keeps, for every layer, the keys and values of
+// The cache (src/engine/kv_cache.hpp) keeps, for every layer, the keys and values of
 // every position a sequence has seen:
 //   K, V of one layer: (batch, n_kv_heads, max_seq, head_dim)  =  [B, H_kv, S_max, D]
 //   seq_len[b]: how many positions of sequence b are in use (its usable shape is [1, H_kv, seq_len[b], D])
@@ -13,8 +13,8 @@
 #include <cstddef>
 
 #include "common.hpp"
-#include "config.hpp"
-#include "kv_cache.hpp"
+#include "io/config.hpp"
+#include "engine/kv_cache.hpp"
 
 namespace pd::lab03 {
 

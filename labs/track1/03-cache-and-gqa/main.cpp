@@ -17,13 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attention.hpp"
+#include "engine/attention.hpp"
 #include "exercise.hpp"
-#include "generate.hpp"
+#include "engine/generate.hpp"
 #include "lab_main.hpp"
 #include "print.hpp"
-#include "sampler.hpp"
-#include "timing.hpp"
+#include "engine/sampler.hpp"
+#include "measure/timing.hpp"
 
 using namespace pd;
 using lab::human_bytes;

@@ -11,11 +11,11 @@
 #include <limits>
 #include <optional>
 
-#include "attention.hpp"
+#include "engine/attention.hpp"
 #include "check.hpp"
 #include "exercise.hpp"
-#include "model.hpp"
-#include "model_source.hpp"
+#include "engine/model.hpp"
+#include "io/model_source.hpp"
 
 #include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs(), observe()
 

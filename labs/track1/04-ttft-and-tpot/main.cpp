@@ -10,7 +10,7 @@
 // server would add, without sleeping until each arrival.
 //
 // Your functions (exercise.cpp) run that virtual clock (schedule_fcfs) and turn
-// the per-token timestamps into TTFT, TPOT, ITL and E2EL; src/timing.hpp's
+// the per-token timestamps into TTFT, TPOT, ITL and E2EL; src/measure/timing.hpp's
 // summarize() gives their mean, median, p90 and p99.
 #include <omp.h>
 
@@ -28,9 +28,9 @@
 
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "sampler.hpp"
-#include "timing.hpp"
-#include "tokenizer.hpp"
+#include "engine/sampler.hpp"
+#include "measure/timing.hpp"
+#include "io/tokenizer.hpp"
 
 using namespace pd;
 using namespace pd::lab04;

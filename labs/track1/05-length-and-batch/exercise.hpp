@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "engine.hpp"
-#include "kv_cache.hpp"
+#include "engine/engine.hpp"
+#include "engine/kv_cache.hpp"
 
 namespace pd::lab05 {
 

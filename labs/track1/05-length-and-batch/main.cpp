@@ -27,13 +27,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "attention.hpp"  // the engine's decode attention, to check yours against
+#include "engine/attention.hpp"  // the engine's decode attention, to check yours against
 #include "exercise.hpp"
-#include "generate.hpp"
-#include "hardware.hpp"
+#include "engine/generate.hpp"
+#include "measure/hardware.hpp"
 #include "lab_main.hpp"
-#include "sampler.hpp"
-#include "timing.hpp"
+#include "engine/sampler.hpp"
+#include "measure/timing.hpp"
 
 #ifndef PDLAB_SOURCE_ROOT
 #define PDLAB_SOURCE_ROOT "."

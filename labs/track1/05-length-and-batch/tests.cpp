@@ -17,14 +17,14 @@
 
 #include <fmt/format.h>
 
-#include "attention.hpp"  // the engine's decode attention, the reference for yours
+#include "engine/attention.hpp"  // the engine's decode attention, the reference for yours
 #include "check.hpp"
-#include "engine.hpp"
+#include "engine/engine.hpp"
 #include "exercise.hpp"
-#include "generate.hpp"
-#include "model_source.hpp"
+#include "engine/generate.hpp"
+#include "io/model_source.hpp"
 #include "lab_test.hpp"
-#include "sampler.hpp"
+#include "engine/sampler.hpp"
 
 using namespace pd;
 using namespace pd::lab05;
@@ -78,7 +78,7 @@ std::string describe(const RaggedCase& c) {
                        c.cache.n_kv_heads, c.cache.head_dim, c.layer, rows);
 }
 
-// The engine's own decode attention (src/attention.cpp): row r at position
+// The engine's own decode attention (src/engine/attention.cpp): row r at position
 // lens[r] - 1 sees positions 0 .. lens[r] - 1.
 std::vector<float> engine_attention(const RaggedCase& c) {
     std::vector<float> out(c.q.size());

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sampler.hpp"  // pd::argmax
+#include "engine/sampler.hpp"  // pd::argmax
 
 namespace pd::lab02 {
 

@@ -1,0 +1,88 @@
+#include "engine/attention.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/attention_kernels.hpp"
+#include "engine/ops.hpp"
+
+// attend_one() is the plain attention of one query that the labs read; the
+// fast kernels of both phases are in attention_kernels.cpp, and this file
+// splits their work among the threads.
+
+namespace pd {
+
+
+void attend_one(float* out, const float* q, const KVCache& c, int layer, int b, int kv_h,
+                int n_keys, float* scores) {
+    const int D = c.head_dim;
+    const float scale = 1.0f / std::sqrt(float(D));
+    // scores[s] = q . k_s / sqrt(D)
+    for (int s = 0; s < n_keys; s++) {
+        const float* k = kv_key(c, layer, b, kv_h, s);
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int i = 0; i < D; i++) dot += q[i] * k[i];
+        scores[s] = dot * scale;
+    }
+    softmax(scores, n_keys);
+    // out = sum_s p_s v_s
+    for (int i = 0; i < D; i++) out[i] = 0.0f;
+    for (int s = 0; s < n_keys; s++) {
+        const float* v = kv_value(c, layer, b, kv_h, s);
+        const float p = scores[s];
+#pragma omp simd
+        for (int i = 0; i < D; i++) out[i] += p * v[i];
+    }
+}
+
+
+// Runs item(0 .. items-1) on the OpenMP threads; `dynamic` hands them out as
+// threads get free. A plain branch, not an "if" clause: libgomp allocates a
+// team for every parallel region it serialises, and decode must not allocate.
+template <typename Item>
+static void run_items(int items, bool dynamic, Item item) {
+    if (items == 1 || omp_get_max_threads() == 1) {
+        for (int it = 0; it < items; it++) item(it);
+    } else if (dynamic) {
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int it = 0; it < items; it++) item(it);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (int it = 0; it < items; it++) item(it);
+    }
+}
+
+void attention_prefill(float* out, const float* q, const KVCache& c, int layer, int b, int start,
+                       int T, int n_heads) {
+    const int D = c.head_dim, stride = n_heads * D;
+    const int kQB = prefill_block_queries();
+    const int nblocks = (T + kQB - 1) / kQB;
+    // Items: (query block, head). Later blocks see more keys: handed out first.
+    run_items(nblocks * n_heads, true, [&](int it) {
+        const int qb = nblocks - 1 - it / n_heads, h = it % n_heads;
+        const int kv_h = kv_head_for(h, n_heads, c.n_kv_heads);
+        const int t0 = qb * kQB, nq = std::min(kQB, T - t0);
+        attention_prefill_block(out + h * D, q + h * D, stride, kv_key(c, layer, b, kv_h, 0),
+                                kv_value(c, layer, b, kv_h, 0), start, t0, nq, D);
+    });
+}
+
+void attention_decode(float* out, const float* q, const KVCache& c, int layer, const int* slots,
+                      const int* pos, int rows, int n_heads) {
+    const int D = c.head_dim, stride = n_heads * D;
+    const int G = n_heads / c.n_kv_heads;
+    // Items: (row, KV head, slice of at most kMaxDecodeGroup of its query heads).
+    const int slices = (G + kMaxDecodeGroup - 1) / kMaxDecodeGroup, per_row = c.n_kv_heads * slices;
+    run_items(rows * per_row, false, [&](int it) {
+        const int r = it / per_row, kv_h = (it % per_row) / slices, sl = it % slices;
+        const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
+        attention_decode_group(out + std::size_t(r) * stride + h0 * D, q + std::size_t(r) * stride + h0 * D,
+                               kv_key(c, layer, slots[r], kv_h, 0), kv_value(c, layer, slots[r], kv_h, 0),
+                               pos[r] + 1, g, D);
+    });
+}
+
+}  // namespace pd

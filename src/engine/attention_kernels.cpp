@@ -1,0 +1,305 @@
+// Decode (one query per sequence, memory-bound): the query heads that share a
+// KV head are served together, so each cached K and V row is read from memory
+// once per group, not once per query head. Keys come in chunks of 64 with an
+// online softmax (running max and sum, the output rescaled when the max
+// grows), so no scratch proportional to the context is needed and decode
+// allocates nothing.
+//
+// Prefill (T queries, compute-bound): blocks of two vectors' worth of queries
+// of one head (32 with AVX-512), held in the lanes. The scores S^T (keys x
+// queries) come from a register-blocked product of K and the transposed,
+// pre-scaled query block; the causal softmax runs down the columns (one
+// vector of queries at a time); then O = P V, a few query rows at a time. Its
+// share of prefill FLOPs is small (about 6% at P = 512 for the bench model),
+// but done one dot product at a time it would cost more than all the matrix
+// products.
+#include "engine/attention_kernels.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "engine/isa.hpp"
+
+#include "engine/hwy_config.hpp"
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "engine/attention_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "engine/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pd {
+namespace HWY_NAMESPACE {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// --- decode -------------------------------------------------------------------
+
+constexpr int kChunk = 64;  // keys per online-softmax step
+
+// s[i][t] = q_i . K[j0 + t] * scale for the G heads and nc keys of a chunk;
+// each key row is loaded once for all G heads.
+HWY_INLINE void chunk_scores(float (*s)[kChunk], const float* q, const float* K, int j0, int nc, int G, int Dh,
+                             float scale) {
+    const D d;
+    const int Dv = Dh / kLanes * kLanes;
+    for (int t = 0; t < nc; t++) {
+        const float* k = K + std::size_t(j0 + t) * Dh;
+        V acc[kMaxDecodeGroup];
+        for (int i = 0; i < G; i++) acc[i] = hn::Zero(d);
+        for (int c = 0; c < Dv; c += kLanes) {
+            const V kv = hn::LoadU(d, k + c);
+            for (int i = 0; i < G; i++) acc[i] = hn::MulAdd(hn::LoadU(d, q + std::size_t(i) * Dh + c), kv, acc[i]);
+        }
+        for (int i = 0; i < G; i++) {
+            float dot = LaneSum(d, acc[i]);
+            for (int c = Dv; c < Dh; c++) dot += q[std::size_t(i) * Dh + c] * k[c];
+            s[i][t] = dot * scale;
+        }
+    }
+}
+
+// Online softmax of one head's chunk: p = exp(s - new max) in place (lanes
+// past nc padded with -inf give 0); returns the factor that rescales what
+// was accumulated under the old max.
+HWY_INLINE float chunk_softmax(float* s, int nc, float& m, float& l) {
+    const D d;
+    const int padded = (nc + kLanes - 1) / kLanes * kLanes;
+    for (int t = nc; t < padded; t++) s[t] = kNegInf;
+    V mv = hn::Set(d, kNegInf);
+    for (int t = 0; t < padded; t += kLanes) mv = hn::Max(mv, hn::Load(d, s + t));
+    const float m_new = std::max(m, LaneMax(d, mv));
+    const float alpha = std::exp(m - m_new);  // 0 on the first chunk (m = -inf)
+    V sum = hn::Zero(d);
+    for (int t = 0; t < padded; t += kLanes) {
+        const V p = Exp(d, hn::Sub(hn::Load(d, s + t), hn::Set(d, m_new)));
+        hn::Store(p, d, s + t);
+        sum = hn::Add(sum, p);
+    }
+    l = l * alpha + LaneSum(d, sum);
+    m = m_new;
+    return alpha;
+}
+
+// out_i = out_i * alpha_i + sum_t p_it V[j0 + t]: each V row loaded once for all G heads.
+HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int j0,
+                             int nc, int G, int Dh) {
+    const D d;
+    const int Dv = Dh / kLanes * kLanes;
+    for (int i = 0; i < G; i++)
+        if (alpha[i] != 1.0f)
+            for (int c = 0; c < Dh; c++) out[std::size_t(i) * Dh + c] *= alpha[i];
+    for (int t = 0; t < nc; t++) {
+        const float* v = Vc + std::size_t(j0 + t) * Dh;
+        for (int c = 0; c < Dv; c += kLanes) {
+            const V vv = hn::LoadU(d, v + c);
+            for (int i = 0; i < G; i++) {
+                float* o = out + std::size_t(i) * Dh + c;
+                hn::StoreU(hn::MulAdd(hn::Set(d, p[i][t]), vv, hn::LoadU(d, o)), d, o);
+            }
+        }
+        for (int c = Dv; c < Dh; c++)
+            for (int i = 0; i < G; i++) out[std::size_t(i) * Dh + c] += p[i][t] * v[c];
+    }
+}
+
+void DecodeGroup(float* out, const float* q, const float* K, const float* Vc, int n, int G, int Dh) {
+    const float scale = 1.0f / std::sqrt(float(Dh));
+    HWY_ALIGN float s[kMaxDecodeGroup][kChunk];
+    float m[kMaxDecodeGroup], l[kMaxDecodeGroup], alpha[kMaxDecodeGroup];
+    for (int i = 0; i < G; i++) m[i] = kNegInf, l[i] = 0.0f;
+    std::fill(out, out + std::size_t(G) * Dh, 0.0f);
+    for (int j0 = 0; j0 < n; j0 += kChunk) {
+        const int nc = std::min(kChunk, n - j0);
+        chunk_scores(s, q, K, j0, nc, G, Dh, scale);
+        for (int i = 0; i < G; i++) alpha[i] = chunk_softmax(s[i], nc, m[i], l[i]);
+        chunk_values(out, s, alpha, Vc, j0, nc, G, Dh);
+    }
+    for (int i = 0; i < G; i++)
+        for (int c = 0; c < Dh; c++) out[std::size_t(i) * Dh + c] /= l[i];
+}
+
+// --- prefill ------------------------------------------------------------------
+
+constexpr int kQB = 2 * kLanes;  // queries per block: two vectors of scores per key
+// Keys per step of the score product: 2 accumulators each, plus the two
+// query vectors and a broadcast, within the register file.
+constexpr int kKeysPerStep = std::clamp((kRegs - 3) / 2, 1, 8);
+
+// Per-thread scratch: Q^T (D x kQB), S^T (keys x kQB), 1/l (kQB). Grows with
+// the longest prompt seen; decode never touches it.
+float* prefill_scratch(std::size_t floats) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < floats + 16) buf.resize(floats + 16);
+    return reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(buf.data()) + 63) & ~std::uintptr_t(63));
+}
+
+// S^T[j][0..kQB) = K[j] . Q^T for the KB keys from j: every K element
+// broadcast once against two vectors of queries.
+template <int KB>
+HWY_INLINE void scores_keys(float* St, const float* Qt, const float* K, int j, int Dh) {
+    const D d;
+    V a[KB][2];
+    for (int r = 0; r < KB; r++) a[r][0] = a[r][1] = hn::Zero(d);
+    const float* k = K + std::size_t(j) * Dh;
+    for (int c = 0; c < Dh; c++) {
+        const V q0 = hn::Load(d, Qt + c * kQB), q1 = hn::Load(d, Qt + c * kQB + kLanes);
+        for (int r = 0; r < KB; r++) {
+            const V kb = hn::Set(d, k[std::size_t(r) * Dh + c]);
+            a[r][0] = hn::MulAdd(kb, q0, a[r][0]);
+            a[r][1] = hn::MulAdd(kb, q1, a[r][1]);
+        }
+    }
+    for (int r = 0; r < KB; r++) {
+        hn::Store(a[r][0], d, St + std::size_t(j + r) * kQB);
+        hn::Store(a[r][1], d, St + std::size_t(j + r) * kQB + kLanes);
+    }
+}
+
+// Causal softmax down the columns of S^T (n keys): query i of the block, at
+// position first + i, sees keys 0 .. first + i. Leaves P^T in St, 1/l in inv_l.
+HWY_INLINE void causal_softmax(float* St, float* inv_l, int n, int first) {
+    const D d;
+    for (int h = 0; h < kQB; h += kLanes) {
+        const V pos = hn::Iota(d, float(first + h));  // exact: positions < 2^24
+        V mx = hn::Set(d, kNegInf);
+        for (int j = 0; j < n; j++) {
+            float* s = St + std::size_t(j) * kQB + h;
+            V sv = hn::Load(d, s);
+            if (j >= first + h) {
+                sv = hn::IfThenElse(hn::Lt(pos, hn::Set(d, float(j))), hn::Set(d, kNegInf), sv);
+                hn::Store(sv, d, s);
+            }
+            mx = hn::Max(mx, sv);
+        }
+        V l = hn::Zero(d);
+        for (int j = 0; j < n; j++) {
+            float* s = St + std::size_t(j) * kQB + h;
+            const V p = Exp(d, hn::Sub(hn::Load(d, s), mx));
+            hn::Store(p, d, s);
+            l = hn::Add(l, p);
+        }
+        hn::Store(hn::Div(hn::Set(d, 1.0f), l), d, inv_l + h);
+    }
+}
+
+// out rows i = inv_l[i] * sum_j P^T[j][i] V[j] for the nq queries, where a
+// row of V is DC whole vectors: QS query rows x DC vectors of sums, the QS
+// broadcast probabilities and one V vector fit the registers, and each V row
+// is loaded once per QS queries.
+template <int DC>
+HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+                            int n, int nq) {
+    const D d;
+    constexpr int QS = std::clamp((kRegs - 1) / (DC + 1), 1, 8);
+    constexpr int Dh = DC * kLanes;
+    for (int i0 = 0; i0 < nq; i0 += QS) {
+        V acc[QS][DC];
+        for (auto& row : acc)
+            for (auto& a : row) a = hn::Zero(d);
+        for (int j = 0; j < n; j++) {
+            const float* p = Pt + std::size_t(j) * kQB + i0;
+            V pb[QS];
+            for (int i = 0; i < QS; i++) pb[i] = hn::Set(d, p[i]);
+            for (int c = 0; c < DC; c++) {
+                const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c * kLanes);
+                for (int i = 0; i < QS; i++) acc[i][c] = hn::MulAdd(pb[i], vv, acc[i][c]);
+            }
+        }
+        for (int i = 0; i < QS && i0 + i < nq; i++)
+            for (int c = 0; c < DC; c++)
+                hn::StoreU(hn::Mul(acc[i][c], hn::Set(d, inv_l[i0 + i])), d, out + (i0 + i) * ld + c * kLanes);
+    }
+}
+
+// The same for any head size: one vector of D at a time, a scalar tail.
+HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+                           int n, int Dh, int nq) {
+    const D d;
+    constexpr int QS = 8;
+    const int Dv = Dh / kLanes * kLanes;
+    for (int i0 = 0; i0 < nq; i0 += QS) {
+        const int qs = std::min(QS, nq - i0);
+        for (int c = 0; c < Dv; c += kLanes) {
+            V acc[QS];
+            for (int i = 0; i < QS; i++) acc[i] = hn::Zero(d);
+            for (int j = 0; j < n; j++) {
+                const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c);
+                const float* p = Pt + std::size_t(j) * kQB + i0;
+                for (int i = 0; i < QS; i++) acc[i] = hn::MulAdd(hn::Set(d, p[i]), vv, acc[i]);
+            }
+            for (int i = 0; i < qs; i++)
+                hn::StoreU(hn::Mul(acc[i], hn::Set(d, inv_l[i0 + i])), d, out + (i0 + i) * ld + c);
+        }
+        for (int c = Dv; c < Dh; c++)
+            for (int i = 0; i < qs; i++) {
+                float sum = 0.0f;
+                for (int j = 0; j < n; j++) sum += Pt[std::size_t(j) * kQB + i0 + i] * Vc[std::size_t(j) * Dh + c];
+                out[(i0 + i) * ld + c] = sum * inv_l[i0 + i];
+            }
+    }
+}
+
+HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+                             int n, int Dh, int nq) {
+    switch (Dh % kLanes ? 0 : Dh / kLanes) {
+        case 1: return values_rows<1>(out, ld, Pt, inv_l, Vc, n, nq);
+        case 2: return values_rows<2>(out, ld, Pt, inv_l, Vc, n, nq);
+        case 4: return values_rows<4>(out, ld, Pt, inv_l, Vc, n, nq);
+        case 8: return values_rows<8>(out, ld, Pt, inv_l, Vc, n, nq);
+        default: return values_any(out, ld, Pt, inv_l, Vc, n, Dh, nq);
+    }
+}
+
+void PrefillBlock(float* out, const float* q, std::size_t stride, const float* K, const float* Vc, int start,
+                  int t0, int nq, int Dh) {
+    const int n = start + t0 + nq;  // keys 0 .. position of the last query
+    float* Qt = prefill_scratch(std::size_t(Dh) * kQB + std::size_t(n) * kQB + kQB);
+    float* St = Qt + std::size_t(Dh) * kQB;
+    float* inv_l = St + std::size_t(n) * kQB;
+    const float scale = 1.0f / std::sqrt(float(Dh));
+    for (int i = 0; i < kQB; i++)
+        for (int c = 0; c < Dh; c++) Qt[c * kQB + i] = i < nq ? q[(t0 + i) * stride + c] * scale : 0.0f;
+    int j = 0;
+    for (; j + kKeysPerStep <= n; j += kKeysPerStep) scores_keys<kKeysPerStep>(St, Qt, K, j, Dh);
+    for (; j < n; j++) scores_keys<1>(St, Qt, K, j, Dh);
+    causal_softmax(St, inv_l, n, start + t0);
+    values_block(out + t0 * stride, stride, St, inv_l, Vc, n, Dh, nq);
+}
+
+int PrefillBlockQueries() { return kQB; }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace pd {
+
+HWY_EXPORT(DecodeGroup);
+HWY_EXPORT(PrefillBlock);
+HWY_EXPORT(PrefillBlockQueries);
+
+void attention_decode_group(float* out, const float* q, const float* K, const float* V, int n, int G, int D) {
+    kernel_isa();  // applies PDLAB_ISA before the first dispatch
+    HWY_DYNAMIC_DISPATCH(DecodeGroup)(out, q, K, V, n, G, D);
+}
+
+void attention_prefill_block(float* out, const float* q, std::size_t stride, const float* K, const float* V,
+                             int start, int t0, int nq, int D) {
+    kernel_isa();
+    HWY_DYNAMIC_DISPATCH(PrefillBlock)(out, q, stride, K, V, start, t0, nq, D);
+}
+
+int prefill_block_queries() {
+    kernel_isa();
+    return HWY_DYNAMIC_DISPATCH(PrefillBlockQueries)();
+}
+
+}  // namespace pd
+#endif

@@ -1,0 +1,86 @@
+// The one place the backend is chosen. Compiled with PDLAB_HAVE_CUDA when the
+// CUDA backend in gpu/ is built.
+#include "engine/engine.hpp"
+
+#include "measure/hardware.hpp"
+#include "measure/timing.hpp"
+
+#ifdef PDLAB_HAVE_CUDA
+#include "cuda_engine.hpp"
+#endif
+
+namespace pd {
+
+Device parse_device(const std::string& s) {
+    if (s == "cpu") return Device::cpu;
+    if (s == "cuda" || s == "gpu") return Device::cuda;
+    fail("unknown device \"{}\": use cpu or cuda", s);
+}
+
+const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+
+namespace {
+
+class CpuEngine final : public Engine {
+public:
+    CpuEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
+        : model_(std::move(m)),
+          cache_(make_kv_cache(*model_, o.batch, o.max_seq)),
+          state_(make_run_state(model_->config, std::max(o.batch, 1))) {
+        cpu_weights(*model_);  // fails here, not in the first pass, on a model loaded for CUDA only
+    }
+
+    const Config& config() const override { return model_->config; }
+    Device device() const override { return Device::cpu; }
+    std::string hardware() const override { return cpu_summary(); }
+    const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
+        return pd::prefill(*model_, cache_, state_, slot, tokens, keep);
+    }
+    const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
+        return pd::decode(*model_, cache_, state_, slots, tokens);
+    }
+    int cache_len(int slot) const override { return cache_.seq_len.at(slot); }
+    int batch() const override { return cache_.batch; }
+    int max_seq() const override { return cache_.max_seq; }
+    void reset(int slot) override { kv_reset(cache_, slot); }
+    double time_ms(const std::function<void()>& work) override {
+        double t0 = now_ms();
+        work();
+        return now_ms() - t0;
+    }
+    std::string timing_method() const override {
+        return "CPU monotonic clock (std::chrono::steady_clock) around each phase; the CPU "
+               "finishes the work before the call returns, so no extra synchronisation is needed";
+    }
+    const Model& host_model() const override { return *model_; }
+
+private:
+    std::shared_ptr<const Model> model_;
+    KVCache cache_;
+    RunState state_;
+};
+
+}  // namespace
+
+bool cuda_available(std::string* why_not) {
+#ifdef PDLAB_HAVE_CUDA
+    return cuda_device_present(why_not);
+#else
+    if (why_not) *why_not = "this build of the kit has no CUDA backend (it was configured with -Dcuda=disabled, or nvcc was not found; reconfigure with -Dcuda=enabled on a machine with the CUDA Toolkit)";
+    return false;
+#endif
+}
+
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
+    if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
+    if (opts.device == Device::cuda) {
+        std::string why;
+        if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
+#ifdef PDLAB_HAVE_CUDA
+        return make_cuda_engine(std::move(model), opts);
+#endif
+    }
+    return std::make_unique<CpuEngine>(std::move(model), opts);
+}
+
+}  // namespace pd

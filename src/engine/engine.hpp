@@ -1,0 +1,59 @@
+// The device seam: one loaded model, its KV cache and run state, on the CPU or
+// on a CUDA GPU. make_engine() is the one place the backend is chosen; pdlab
+// and the labs drive an Engine and never ask which one they got.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/model.hpp"
+
+namespace pd {
+
+enum class Device { cpu, cuda };
+Device parse_device(const std::string& s);  // "cpu" | "cuda", else UserError
+const char* device_name(Device d);
+
+struct EngineOptions {
+    Device device = Device::cpu;
+    int batch = 1;     // sequences the cache holds
+    int max_seq = 0;   // positions per sequence (0: the model's context length)
+};
+
+class Engine {
+public:
+    virtual ~Engine() = default;
+    virtual const Config& config() const = 0;
+    virtual Device device() const = 0;
+    virtual std::string hardware() const = 0;  // "AMD EPYC (2 threads)", "NVIDIA H200"
+
+    // The two phases (see model.hpp). Logits are returned in host memory.
+    virtual const float* prefill(int slot, std::span<const int> tokens, Keep keep = Keep::last) = 0;
+    virtual const float* decode(std::span<const int> slots, std::span<const int> tokens) = 0;
+
+    virtual int cache_len(int slot) const = 0;
+    virtual int batch() const = 0;
+    virtual int max_seq() const = 0;
+    virtual void reset(int slot) = 0;  // forget a sequence
+
+    // Runs `work` and returns how long the device took, in ms. CPU: the
+    // monotonic clock. GPU: CUDA events recorded around the work, then a
+    // synchronise, since kernel launches return before the GPU finishes.
+    virtual double time_ms(const std::function<void()>& work) = 0;
+    virtual std::string timing_method() const = 0;
+
+    // The CPU model (weights stay on the host either way), for labs that look inside.
+    virtual const Model& host_model() const = 0;
+};
+
+// Builds the engine for `opts.device`; the model is shared, not copied, and
+// several engines (on any threads) may share one: their CPU forward passes
+// take turns (see model.hpp).
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts);
+
+// Whether this build has the CUDA backend and a GPU is present right now.
+bool cuda_available(std::string* why_not = nullptr);
+
+}  // namespace pd

@@ -1,0 +1,234 @@
+#include "engine/matmul.hpp"
+
+#include <omp.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/bf16_convert.hpp"
+#include "engine/isa.hpp"
+#include "engine/onednn_matmul.hpp"
+#include "engine/panel_kernels.hpp"
+
+namespace pd {
+
+const char* precision_name(Precision p) { return p == Precision::f32 ? "f32" : "bf16"; }
+
+Precision parse_precision(const std::string& s) {
+    if (s == "f32" || s == "fp32" || s == "float32") return Precision::f32;
+    if (s == "bf16" || s == "bfloat16") return Precision::bf16;
+    fail("unknown precision \"{}\": use f32 or bf16", s);
+}
+
+std::size_t bytes_per_weight(Precision p) { return p == Precision::f32 ? 4 : 2; }
+
+static void reserve_x_scratch(int in);
+
+// Weights the decode kernel streams live on transparent huge pages: the
+// reference machine's THP mode is "madvise", so only advised memory gets them,
+// and the same read loop streams far faster from huge pages than from 4 KiB
+// ones (figures in docs/performance.md, "Huge pages"). The buffer is mmap'd directly (not malloc'd: below glibc's sliding mmap
+// threshold a vector comes from the heap, already touched in 4 KiB pages) and
+// advised before first touch. PDLAB_HUGEPAGES=0 turns the advice off.
+template <typename T>
+T* HugePageAllocator<T>::allocate(std::size_t n) {
+    static const bool enabled = [] {
+        const char* e = std::getenv("PDLAB_HUGEPAGES");
+        return !(e && std::string(e) == "0");
+    }();
+    const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (enabled) ::madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+}
+template <typename T>
+void HugePageAllocator<T>::deallocate(T* p, std::size_t n) {
+    ::munmap(p, std::max<std::size_t>(n * sizeof(T), 1));
+}
+template struct HugePageAllocator<std::byte>;
+
+// Row-major (out, in) -> panels (see Linear), in a new store of one arena.
+static void fill_panels(Linear& L, const float* w) {
+    const int K = L.in, N = L.out, P = L.n_panels();
+    auto store = std::make_shared<PanelStore>();
+    store->arenas.emplace_back(std::size_t(P) * L.panel_bytes());  // zero: the last panel's padding
+    std::byte* base = store->arenas[0].data();
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < P; p++)
+        for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
+            const float* row = w + std::size_t(p * kPanel + c) * K;
+            std::byte* panel = base + std::size_t(p) * L.panel_bytes();
+            if (L.precision == Precision::f32) {
+                float* dst = reinterpret_cast<float*>(panel) + c;
+                for (int k = 0; k < K; k++) dst[std::size_t(k) * kPanel] = row[k];
+            } else {
+                bf16* dst = reinterpret_cast<bf16*>(panel) + 2 * c;
+                for (int k = 0; k < K; k++) dst[std::size_t(k / 2) * kPanel * 2 + (k & 1)] = f32_to_bf16(row[k]);
+            }
+        }
+    L.parts = {PanelPart{0, base}};
+    L.store = std::move(store);
+}
+
+Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int out,
+                   Precision precision) {
+    Linear L;
+    L.in = in;
+    L.out = out;
+    L.precision = precision;
+    L.bias = std::move(bias);
+    kernel_isa();  // PDLAB_ISA caps oneDNN too: before its first primitive
+    L.packed = onednn_pack(L, w.data());
+    reserve_x_scratch(in);  // decode's scratch, sized now
+    fill_panels(L, w.data());
+    return L;
+}
+
+// First panel of thread t's share of P panels.
+static int part_start(int P, int t, int threads) { return int(std::int64_t(P) * t / threads); }
+
+void arrange_for_decode(const std::vector<Linear*>& linears, int threads) {
+    threads = std::max(1, threads);
+    std::vector<std::size_t> size(threads, 0);
+    for (const Linear* L : linears)
+        for (int t = 0; t < threads; t++)
+            size[t] += std::size_t(part_start(L->n_panels(), t + 1, threads) - part_start(L->n_panels(), t, threads)) *
+                       L->panel_bytes();
+    auto store = std::make_shared<PanelStore>();
+    for (int t = 0; t < threads; t++) store->arenas.emplace_back(size[t]);
+    std::vector<std::size_t> used(threads, 0);
+    for (Linear* L : linears) {
+        const int P = L->n_panels();
+        std::vector<PanelPart> parts;
+        for (int t = 0; t < threads; t++) {
+            const int a = part_start(P, t, threads), b = part_start(P, t + 1, threads);
+            std::byte* dst = store->arenas[t].data() + used[t];
+            for (int p = a; p < b; p++)
+                std::memcpy(dst + std::size_t(p - a) * L->panel_bytes(), L->panel(p), L->panel_bytes());
+            parts.push_back(PanelPart{a, dst});
+            used[t] += std::size_t(b - a) * L->panel_bytes();
+        }
+        L->parts = std::move(parts);
+        L->store = store;  // the Linear's old store is freed here, unless shared
+    }
+}
+
+std::vector<float> linear_rows_f32(const Linear& L) {
+    if (L.precision != Precision::f32) fail("linear_rows_f32 on a {} Linear", precision_name(L.precision));
+    std::vector<float> w(std::size_t(L.out) * L.in);
+    for (int n = 0; n < L.out; n++) {
+        const float* panel = reinterpret_cast<const float*>(L.panel(n / kPanel));
+        for (int k = 0; k < L.in; k++) w[std::size_t(n) * L.in + k] = panel[std::size_t(k) * kPanel + n % kPanel];
+    }
+    return w;
+}
+
+std::vector<bf16> linear_rows_bf16(const Linear& L) {
+    if (L.precision != Precision::bf16) fail("linear_rows_bf16 on a {} Linear", precision_name(L.precision));
+    std::vector<bf16> w(std::size_t(L.out) * L.in);
+    for (int n = 0; n < L.out; n++) {
+        const bf16* panel = reinterpret_cast<const bf16*>(L.panel(n / kPanel));
+        for (int k = 0; k < L.in; k++)
+            w[std::size_t(n) * L.in + k] = panel[(std::size_t(k / 2) * kPanel + n % kPanel) * 2 + (k & 1)];
+    }
+    return w;
+}
+
+std::string linear_impl_name(const Linear& L, int M) {
+    if (M > kSmallM) return onednn_impl_name(L, M);
+    if (L.precision == Precision::bf16 && use_avx512_bf16()) return "pdlab panel kernel, AVX-512 BF16";
+    return "pdlab panel kernel, " + kernel_isa();
+}
+
+std::string describe_kernels(const Linear& L) {
+    return "decode: " + linear_impl_name(L, 1) + "; prefill: oneDNN " + linear_impl_name(L, 128);
+}
+
+// --- small M (decode): the panel kernels, split among the threads -------------
+
+namespace {
+
+// The calling thread's copy of x as a bf16 product takes it (rounded to bf16,
+// or split into halves for vdpbf16ps): kSmallM rows of K rounded up to 32,
+// 64-byte aligned. It grows to the largest K seen (in make_linear, or the
+// first decode steps), then is reused: the decode loop allocates nothing.
+float* x_scratch(int K) {
+    thread_local std::vector<float> buf;
+    const std::size_t floats = std::size_t(kSmallM) * ((K + 31) / 32 * 32) + 16;
+    if (buf.size() < floats) buf.resize(floats);
+    return reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(buf.data()) + 63) & ~std::uintptr_t(63));
+}
+
+using PanelFn = void (*)(const PanelJob&, int, int);
+
+// All panels of j.L, through `kernel`, on the OpenMP threads.
+void run_panels(const PanelJob& j, PanelFn kernel) {
+    const Linear& L = *j.L;
+    const int P = L.n_panels();
+    // Below a few hundred KiB of weights, waking the second thread costs more
+    // than it saves. A plain branch, not an "if" clause: libgomp allocates a
+    // team for every parallel region it serialises, and decode must not allocate.
+    if (L.weight_bytes() < (std::size_t(256) << 10) || omp_get_max_threads() == 1) {
+        kernel(j, 0, P);
+        return;
+    }
+    const int parts = int(L.parts.size());
+    if (parts == omp_get_max_threads()) {
+        // Arranged for this thread count (arrange_for_decode): thread t takes
+        // part t, the next stretch of its own arena.
+#pragma omp parallel
+        {
+            const int t = omp_get_thread_num(), n = omp_get_num_threads();
+            for (int p = t; p < parts; p += n) kernel(j, L.parts[p].first, p + 1 < parts ? L.parts[p + 1].first : P);
+        }
+        return;
+    }
+    // Otherwise runs of whole panels, 2 per thread, handed out in order as the
+    // threads get free: each run is one long sequential stream, and every new
+    // run costs a restart of the hardware prefetcher's stream (measurements in
+    // docs/performance.md).
+    const int chunk = std::max(1, P / (2 * omp_get_max_threads()));
+    const int nchunks = (P + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < nchunks; c++) kernel(j, c * chunk, std::min(P, (c + 1) * chunk));
+}
+
+}  // namespace
+
+static void reserve_x_scratch(int in) { x_scratch(in); }
+
+void linear_small_m(const Linear& L, const float* x, int M, float* y) {
+    PanelJob j{&L, x, M, y};
+    if (L.precision == Precision::f32) return run_panels(j, panel_products);
+    float* scratch = x_scratch(L.in);
+#if defined(__x86_64__)
+    if (use_avx512_bf16()) {
+        const int Kp = (L.in + 31) / 32 * 32;
+        bf16* hi = reinterpret_cast<bf16*>(scratch);
+        split_x_avx512_bf16(x, M, L.in, Kp, hi, hi + std::size_t(M) * Kp);
+        j.x_hi = reinterpret_cast<const std::uint32_t*>(hi);
+        j.x_lo = reinterpret_cast<const std::uint32_t*>(hi + std::size_t(M) * Kp);
+        j.ldx = Kp / 2;
+        return run_panels(j, panel_products_avx512_bf16);
+    }
+#endif
+    // From kBf16RoundXMinM rows on, x is rounded to bf16 (see matmul.hpp).
+    if (M >= kBf16RoundXMinM) {
+        round_to_bf16(x, scratch, std::size_t(M) * L.in);
+        j.x = scratch;
+    }
+    run_panels(j, panel_products);
+}
+
+void linear_forward(const Linear& L, const float* x, int M, float* y) {
+    if (M <= kSmallM) linear_small_m(L, x, M, y);
+    else onednn_forward(L, x, M, y);
+}
+
+}  // namespace pd

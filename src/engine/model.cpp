@@ -1,0 +1,208 @@
+#include "engine/model.hpp"
+
+#include <cstring>
+#include <mutex>
+
+#include "engine/attention.hpp"
+#include "engine/ops.hpp"
+#include "engine/request.hpp"
+
+namespace pd {
+
+Model make_model(Config config, Weights w, Precision precision, Backends serves) {
+    if (w.precision != precision)
+        fail("internal error: weights prepared for {} in a {} model", precision_name(w.precision),
+             precision_name(precision));
+    std::shared_ptr<const CpuWeights> cpu;
+    if (serves.cpu) {
+        const auto rows = serves.cuda ? RowsAfterPacking::keep : RowsAfterPacking::release;
+        cpu = std::make_shared<const CpuWeights>(prepare_cpu_weights(w, rows));
+    }
+    return Model{std::move(config), precision, serves, std::move(w), std::move(cpu)};
+}
+
+const CpuWeights& cpu_weights(const Model& m) {
+    if (!m.cpu)
+        fail("internal error: a CPU forward pass on a model loaded for the CUDA engine only "
+             "(load it with Backends{{.cpu = true}})");
+    return *m.cpu;
+}
+
+static void size_run_state(RunState& st, const Config& c, int rows) {
+    std::size_t R = std::size_t(rows);
+    int mlp_rows = c.family == Family::llama ? 2 * c.hidden_dim : c.hidden_dim;
+    st.capacity = rows;
+    st.x.resize(R * c.dim);
+    st.xn.resize(R * c.dim);
+    st.qkv.resize(R * (c.q_dim() + 2 * c.kv_dim()));
+    st.q.resize(R * c.q_dim());
+    st.att.resize(R * c.q_dim());
+    st.proj.resize(R * c.dim);
+    st.mlp_h.resize(R * mlp_rows);
+    st.mlp_act.resize(R * c.hidden_dim);
+    st.token.resize(R);
+    st.slot.resize(R);
+    st.pos.resize(R);
+    st.keep_rows.reserve(R);
+    st.kept.reserve(R * c.dim);
+}
+
+RunState make_run_state(const Config& c, int capacity) {
+    RunState st;
+    size_run_state(st, c, capacity);
+    // Logits for every row a decode step can take; not in size_run_state,
+    // where a long prompt (which keeps one row's logits) would reserve
+    // prompt length x vocabulary floats.
+    st.logits.reserve(std::size_t(capacity) * c.vocab_size);
+    return st;
+}
+
+KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
+    const Config& c = m.config;
+    const int S = max_seq > 0 ? std::min(max_seq, c.max_seq_len) : c.max_seq_len;
+    KVCache cache = make_kv_cache(c.n_layers, batch, c.n_kv_heads, S, c.head_dim);
+    if (c.family == Family::llama) {
+        const std::size_t n = std::size_t(S) * (c.head_dim / 2);
+        cache.rope_cos.resize(n);
+        cache.rope_sin.resize(n);
+        rope_tables(cache.rope_cos.data(), cache.rope_sin.data(), S, c.head_dim, c.rope_theta);
+    }
+    return cache;
+}
+
+namespace {
+
+enum class Phase { prefill, decode };
+
+CacheRoom room(const KVCache& cache) { return {cache.seq_len, cache.max_seq}; }
+
+// One forward pass at a time in the process. Engines that share a model share
+// its packed weights, whose oneDNN scratch is per row count, not per engine,
+// and every pass uses oneDNN's one CPU stream (matmul.cpp). A pass spreads
+// over every core already, so two threads lose nothing by taking turns.
+std::mutex forward_mutex;
+
+// The layers, for the rows described by st.token / st.slot / st.pos.
+// Returns logits for st.keep_rows.
+const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Phase phase) {
+    std::lock_guard lock(forward_mutex);
+    const Config& c = m.config;
+    const Weights& w = m.w;
+    const CpuWeights& packed = cpu_weights(m);  // the same matrices, in the CPU kernels' layouts
+    const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
+    const int qkv_stride = Q + 2 * KV;
+    const bool llama = c.family == Family::llama;
+    float* x = st.x.data();
+
+    // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
+    for (int r = 0; r < rows; r++) {
+        std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(st.token[r]) * D,
+                    sizeof(float) * D);
+        if (!llama) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
+    }
+
+    for (int l = 0; l < c.n_layers; l++) {
+        const LayerWeights& L = w.layers[l];
+        const CpuLayer& P = packed.layers[l];
+
+        // 2. Attention sublayer input: xn = norm(x).
+        if (llama) rmsnorm(st.xn.data(), x, L.norm1_w.data(), rows, D, c.norm_eps);
+        else layernorm(st.xn.data(), x, L.norm1_w.data(), L.norm1_b.data(), rows, D, c.norm_eps);
+
+        // 3. Project to queries, keys and values: (rows, D) -> (rows, Q + 2 KV).
+        linear_forward(P.qkv, st.xn.data(), rows, st.qkv.data());
+
+        // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
+        if (llama) {
+            rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, st.pos.data(),
+                 cache.rope_cos.data(), cache.rope_sin.data());
+            rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, st.pos.data(),
+                 cache.rope_cos.data(), cache.rope_sin.data());
+        }
+
+        // 5. Append each row's K and V to its sequence's cache, at its position.
+        for (int r = 0; r < rows; r++) {
+            const float* row = st.qkv.data() + std::size_t(r) * qkv_stride;
+            kv_write(cache, l, st.slot[r], st.pos[r], row + Q, row + Q + KV);
+            std::memcpy(st.q.data() + std::size_t(r) * Q, row, sizeof(float) * Q);
+        }
+
+        // 6. Attention over the cache.
+        //    Prefill: T queries of one sequence, query i sees positions 0..start+i.
+        //    Decode : one query per sequence, each sees its whole cache.
+        if (phase == Phase::prefill)
+            attention_prefill(st.att.data(), st.q.data(), cache, l, st.slot[0], st.pos[0], rows,
+                              c.n_heads);
+        else
+            attention_decode(st.att.data(), st.q.data(), cache, l, st.slot.data(), st.pos.data(),
+                             rows, c.n_heads);
+
+        // 7. Output projection and residual: x += att @ Wo^T.
+        linear_forward(P.attn_out, st.att.data(), rows, st.proj.data());
+        add_inplace(x, st.proj.data(), std::size_t(rows) * D);
+
+        // 8. MLP sublayer: x += mlp(norm(x)).
+        if (llama) rmsnorm(st.xn.data(), x, L.norm2_w.data(), rows, D, c.norm_eps);
+        else layernorm(st.xn.data(), x, L.norm2_w.data(), L.norm2_b.data(), rows, D, c.norm_eps);
+        linear_forward(P.mlp_in, st.xn.data(), rows, st.mlp_h.data());
+        const float* act = st.mlp_h.data();
+        if (llama) {
+            swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F);  // silu(gate) * up
+            act = st.mlp_act.data();
+        } else {
+            gelu_tanh(st.mlp_h.data(), std::size_t(rows) * F);    // in place
+        }
+        linear_forward(P.mlp_out, act, rows, st.proj.data());
+        add_inplace(x, st.proj.data(), std::size_t(rows) * D);
+    }
+
+    // 9. Final norm and output head, only for the rows whose logits are wanted.
+    const int kept = int(st.keep_rows.size());
+    st.kept.resize(std::size_t(kept) * D);
+    st.logits.resize(std::size_t(kept) * c.vocab_size);
+    for (int i = 0; i < kept; i++) {
+        const float* xr = x + std::size_t(st.keep_rows[i]) * D;
+        float* o = st.kept.data() + std::size_t(i) * D;
+        if (llama) rmsnorm(o, xr, w.norm_f_w.data(), 1, D, c.norm_eps);
+        else layernorm(o, xr, w.norm_f_w.data(), w.norm_f_b.data(), 1, D, c.norm_eps);
+    }
+    linear_forward(packed.head, st.kept.data(), kept, st.logits.data());
+    return st.logits.data();
+}
+
+}  // namespace
+
+const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
+                     std::span<const int> tokens, Keep keep) {
+    const Config& c = m.config;
+    check_prefill(c, room(cache), slot, tokens);
+    const int T = int(tokens.size()), start = cache.seq_len[slot];
+    if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
+    for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
+    st.keep_rows.clear();
+    if (keep == Keep::all)
+        for (int i = 0; i < T; i++) st.keep_rows.push_back(i);
+    else
+        st.keep_rows.push_back(T - 1);
+    const float* logits = forward(m, cache, st, T, Phase::prefill);
+    cache.seq_len[slot] = start + T;
+    return logits;
+}
+
+const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
+                    std::span<const int> tokens) {
+    const Config& c = m.config;
+    check_decode(c, room(cache), slots, tokens);
+    const int rows = int(tokens.size());
+    if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
+    st.keep_rows.clear();
+    for (int r = 0; r < rows; r++) {
+        st.token[r] = tokens[r], st.slot[r] = slots[r], st.pos[r] = cache.seq_len[slots[r]];
+        st.keep_rows.push_back(r);
+    }
+    const float* logits = forward(m, cache, st, rows, Phase::decode);
+    for (int r = 0; r < rows; r++) cache.seq_len[slots[r]] += 1;
+    return logits;
+}
+
+}  // namespace pd
