@@ -38,6 +38,7 @@
 #include "report.hpp"
 #include "submissions.hpp"
 #include "workdir.hpp"
+#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: the default --kit
 
 namespace pd::grade {
 namespace {
@@ -298,9 +299,7 @@ EXIT STATUS
 int main(int argc, char** argv) {
     using namespace pd::grade;
     Options opt;
-#ifdef PDLAB_SOURCE_ROOT
-    opt.kit = PDLAB_SOURCE_ROOT;
-#endif
+    opt.kit = PDLAB_SOURCE_ROOT;  // this checkout; --kit overrides it
     CLI::App app{"pdlab-grade: grade a class's submissions for one lab of the prefill/decode kit.\n"
                  "Usually run as: ./kit grade SUBMISSIONS --lab NN [--out DIR]",
                  "pdlab-grade"};

@@ -34,10 +34,7 @@
 #include "lab_main.hpp"
 #include "engine/sampler.hpp"
 #include "measure/timing.hpp"
-
-#ifndef PDLAB_SOURCE_ROOT
-#define PDLAB_SOURCE_ROOT "."
-#endif
+#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
 
 using namespace pd;
 using namespace pd::lab05;
