@@ -11,7 +11,9 @@
 // The points go to --out/roofline.json, and plot.py draws them.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -22,9 +24,10 @@
 
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "measure/bench.hpp"
+#include "engine/model.hpp"
 #include "measure/hardware.hpp"
 #include "measure/roofline.hpp"
+#include "measure/timing.hpp"
 #include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
 
 using namespace pd;
@@ -123,19 +126,57 @@ bool show_counts(const Options& o, const Config& c, const std::string& model, Pr
 json place(const char* phase, int batch, const std::vector<Count>& rows, double ms, const Ceilings& roof) {
     const double f = total(rows, &Count::flops), b = total(rows, &Count::bytes), I = f / b;
     const double attained = f / (ms * 1e6), ceiling = attainable_gflops(I, roof.peak_gflops, roof.bandwidth_gbps);
-    std::printf("  %-8s %5d %10.3f %10.2f %11.1f %11.1f %8.0f%%   %s-bound\n", phase, batch, ms, I, attained,
-                ceiling, 100.0 * attained / ceiling, I < roof.ridge() ? "memory" : "compute");
+    // Above the roof: bytes that came from the caches, not DRAM, or a peak probed at a busier moment.
+    const char* where = attained > 1.05 * ceiling ? "ABOVE the roof: README \"Above the roof\""
+                        : I < roof.ridge()       ? "memory-bound"
+                                                 : "compute-bound";
+    std::printf("  %-8s %5d %10.3f %10.2f %11.1f %11.1f %8.0f%%   %s\n", phase, batch, ms, I, attained, ceiling,
+                100.0 * attained / ceiling, where);
     return {{"phase", phase}, {"batch", batch}, {"ms", ms}, {"flops", f}, {"bytes", b}, {"intensity", I},
             {"attained_gflops", attained}, {"roof_gflops", ceiling}};
 }
 
-BenchResult bench_one(cli::Session& s, const Options& o, int batch) {
-    BenchOptions b;
-    b.prompt_len = o.prompt_len, b.gen = o.gen, b.batch = batch, b.warmup = o.warmup, b.repeats = o.repeats;
-    b.peak_gflops = 1;          // given, so run_bench skips its own peak probe
-    b.bandwidth_probe_s = 0;    // [1] measured the ceilings
-    cli::start_engine(s, o.lab, batch, o.prompt_len + o.gen);
-    return run_bench(*s.engine, b);
+// Timed runs of the model's own forward passes (model.hpp), on one cache of
+// `batch` slots: one prompt prefilled, then copied into every slot, so a
+// batch of B costs one prefill, not B.
+struct Timings {
+    double prefill_ms = 0;      // median, one prompt of P tokens
+    double decode_ms = 0;       // median step for all B sequences
+    double decode_context = 0;  // mean positions a step attends to, per sequence
+};
+
+void copy_slot0_everywhere(KVCache& c) {
+    const std::size_t per_slot = std::size_t(c.n_kv_heads) * c.max_seq * c.head_dim;
+    for (int l = 0; l < c.n_layers; l++)
+        for (int b = 1; b < c.batch; b++) {
+            std::memcpy(kv_key(c, l, b, 0, 0), kv_key(c, l, 0, 0, 0), per_slot * sizeof(float));
+            std::memcpy(kv_value(c, l, b, 0, 0), kv_value(c, l, 0, 0, 0), per_slot * sizeof(float));
+        }
+}
+
+Timings time_phases(const Model& m, const Options& o, int B) {
+    const int P = o.prompt_len;
+    KVCache cache = make_kv_cache(m, B, P + o.gen);
+    RunState st = make_run_state(m.config, std::max(P, B));
+    std::vector<int> prompt(P), slots(B), next(B, 1);
+    for (int i = 0; i < P; i++) prompt[i] = (7 * i + 3) % m.config.vocab_size;
+    for (int b = 0; b < B; b++) slots[b] = b;
+    std::vector<double> pre, step;
+    for (int run = 0; run < o.warmup + o.repeats; run++) {
+        std::fill(cache.seq_len.begin(), cache.seq_len.end(), 0);
+        double t0 = now_ms();
+        prefill(m, cache, st, 0, prompt);
+        if (run >= o.warmup) pre.push_back(now_ms() - t0);
+        copy_slot0_everywhere(cache);
+        std::fill(cache.seq_len.begin(), cache.seq_len.end(), P);
+        for (int k = 0; k < o.gen; k++) {
+            t0 = now_ms();
+            decode(m, cache, st, slots, next);
+            if (run >= o.warmup) step.push_back(now_ms() - t0);
+        }
+    }
+    // Step k attends to P + k + 1 positions (the new one included): the mean over the run.
+    return {percentile(pre, 50), percentile(step, 50), P + (o.gen + 1) / 2.0};
 }
 
 json measure_model(cli::Session& s, const Options& o, const std::string& model, const Ceilings& roof) {
@@ -148,12 +189,12 @@ json measure_model(cli::Session& s, const Options& o, const std::string& model, 
     json points = json::array();
     for (int B : o.batches) {
         std::fprintf(stderr, "%s: batch %d...\n", model.c_str(), B);
-        const BenchResult r = bench_one(s, o, B);
-        if (B == o.batches.front())  // prefill: the engine runs prompts one at a time, so batch 1
+        const Timings t = time_phases(*s.loaded.model, o, B);
+        if (B == o.batches.front())  // the engine prefills one prompt at a time: batch 1
             points.push_back(place("prefill", 1, count_phase(c, {Phase::prefill, p, 1, o.prompt_len, 0}),
-                                   r.prefill.median / B, roof));
-        points.push_back(place("decode", B, count_phase(c, {Phase::decode, p, B, 0, r.decode_context}),
-                               r.decode_step.median, roof));
+                                   t.prefill_ms, roof));
+        points.push_back(place("decode", B, count_phase(c, {Phase::decode, p, B, 0, t.decode_context}),
+                               t.decode_ms, roof));
     }
     return points;
 }
@@ -178,6 +219,9 @@ json study_model(const Options& o, const std::string& model, const Ceilings& roo
     cli::Session s = cli::load_session(lo);
     const Config c = s.loaded.model->config;
     const Precision p = parse_precision(o.lab.precision);
+    if (o.prompt_len + o.gen > c.max_seq_len)
+        fail("--prompt-len {} plus --gen {} exceed the context of {} ({} positions): make them smaller", o.prompt_len,
+             o.gen, model, c.max_seq_len);
     std::printf("\n=== %s: %d layers, dim %d, %d heads / %d KV heads, %.1f M matrix weights\n", model.c_str(),
                 c.n_layers, c.dim, c.n_heads, c.n_kv_heads, double(c.n_matmul_params()) / 1e6);
     ok = show_counts(o, c, model, p) && ok;
