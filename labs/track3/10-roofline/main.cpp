@@ -258,7 +258,7 @@ void draw_plot(const fs::path& dir, bool skip) {
 void check_options(const Options& o) {
     if (o.lab.device != "cpu")
         fail("lab 10 measures the CPU's ceilings and places CPU runs under them: use --device cpu "
-             "(the GPU's roofline is in docs/gpu.md)");
+             "(docs/gpu.md sets the GPU's phases against its own floors)");
     if (o.batches.empty()) fail("--batches needs at least one batch size, e.g. --batches 1,4,16");
 }
 

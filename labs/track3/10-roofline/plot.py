@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def draw_roof(ax, ceil):
     bw, peak, ridge = ceil["bandwidth_gbps"], ceil["peak_gflops"], ceil["ridge"]
-    xs = [0.01 * 1.1 ** i for i in range(170)]
+    xs = [0.01 * 1.1 ** i for i in range(121)]  # 0.01 to about 900 FLOP/byte
     ax.plot(xs, [min(peak, bw * x) for x in xs], color="black", lw=2,
             label=f"roof: {bw:.0f} GB/s, {peak:.0f} GFLOP/s ({ceil['precision']})")
     ax.axvline(ridge, color="gray", ls=":", lw=1)
