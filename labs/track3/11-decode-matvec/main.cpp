@@ -249,13 +249,15 @@ Matvec pick_kernel(const std::string& name) {
     fail("--kernel {}: use naive, unrolled, threads or simd", name);
 }
 
-json plugged_decode(const Options& o, bool& same) {
-    cli::Session s = cli::load_session(o.lab);
-    const Model& m = *s.loaded.model;
-    const Config& c = m.config;
-    if (c.family != Family::llama || m.precision != Precision::f32)
+// decode_step() is Llama's forward in f32: refuse other models before [1] and [2] run.
+void check_decodable(const Options& o, const Model& m) {
+    if (m.config.family != Family::llama || m.precision != Precision::f32)
         fail("[3] runs f32 Llama-family models (tiny, synthetic:bench-llama-125m); {} is {} {}: pass --model tiny "
-             "--precision f32", o.lab.model, family_name(c.family), precision_name(m.precision));
+             "--precision f32", o.lab.model, family_name(m.config.family), precision_name(m.precision));
+}
+
+json plugged_decode(const Options& o, const Model& m, bool& same) {
+    const Config& c = m.config;
     const RowMajor w = row_major(m);
     const int steps = std::min(o.steps, c.max_seq_len - 5);
     std::vector<int> prompt = {1, 2, 3, 4};
@@ -292,14 +294,15 @@ int run(const Options& o) {
     if (o.shapes.rfind("synthetic:", 0) != 0)
         fail("--shapes {}: give a synthetic model's shape, e.g. synthetic:bench-llama-125m", o.shapes);
     pick_kernel(o.kernel);
-    cli::apply_runtime(o.lab);
+    const cli::Session s = cli::load_session(o.lab);
+    check_decodable(o, *s.loaded.model);
     std::printf("Lab 11: the decode matrix-vector product\nhardware %s, %s kernels\n", cpu_summary().c_str(),
                 kernel_isa().c_str());
     json j{{"lab", "11-decode-matvec"}, {"hardware", cpu_summary()}, {"threads", omp_get_max_threads()}};
     const bool correct = check_versions(j["errors"]);
     bool near_floor = false, same = false;
     j["timed"] = time_versions(o, near_floor);
-    j["decode"] = plugged_decode(o, same);
+    j["decode"] = plugged_decode(o, *s.loaded.model, same);
     lab::write_lab_json(o.lab, j);
     if (!near_floor) std::printf("note: your simd version is more than 1.3x the floor (not a failed check: the machine may be busy)\n");
     return lab::finish(correct && same);
