@@ -80,13 +80,30 @@ std::size_t run_kernel(Problem& p, bool tiled, Tiles t) {
                  : naive_attention(p.out.data(), p.q.data(), p.K.data(), p.V.data(), p.shape);
 }
 
-// Median ms of one call over --repeats timed runs (each of `calls` calls) after --warmup.
-Stats time_kernel(const Options& o, Problem& p, bool tiled, Tiles t, int calls) {
+// ms per call of one run of `calls` calls.
+double time_calls(Problem& p, bool tiled, Tiles t, int calls) {
+    const double t0 = now_ms();
+    for (int c = 0; c < calls; c++) run_kernel(p, tiled, t);
+    return (now_ms() - t0) / calls;
+}
+
+// The naive and the tiled kernel's ms per call over --repeats timed runs after
+// --warmup. Their runs alternate, so that a neighbour's load on a shared
+// machine falls on both alike and their ratio stays honest.
+std::pair<Stats, Stats> time_both(const Options& o, Problem& p, Tiles t, int calls) {
+    std::vector<double> naive, tiled;
+    for (int run = 0; run < o.warmup + o.repeats; run++) {
+        const double n = time_calls(p, false, t, calls), f = time_calls(p, true, t, calls);
+        if (run >= o.warmup) naive.push_back(n), tiled.push_back(f);
+    }
+    return {summarize(naive), summarize(tiled)};
+}
+
+Stats time_tiled(const Options& o, Problem& p, Tiles t) {
     std::vector<double> ms;
     for (int run = 0; run < o.warmup + o.repeats; run++) {
-        const double t0 = now_ms();
-        for (int c = 0; c < calls; c++) run_kernel(p, tiled, t);
-        if (run >= o.warmup) ms.push_back((now_ms() - t0) / calls);
+        const double f = time_calls(p, true, t, 1);
+        if (run >= o.warmup) ms.push_back(f);
     }
     return summarize(ms);
 }
@@ -131,7 +148,8 @@ struct Point {
 Point measure_point(const Options& o, int L, bool decode) {
     Problem p = make_problem(o, decode ? 1 : L, L);
     const int calls = decode ? o.decode_calls : 1;
-    Point pt{L, time_kernel(o, p, false, o.tiles, calls), time_kernel(o, p, true, o.tiles, calls), 0, 0};
+    const auto [naive, tiled] = time_both(o, p, o.tiles, calls);
+    Point pt{L, naive, tiled, 0, 0};
     pt.naive_bytes = run_kernel(p, false, o.tiles);
     pt.tiled_bytes = run_kernel(p, true, o.tiles);
     return pt;
@@ -185,7 +203,7 @@ json sweep_tiles(const Options& o, const fs::path& dir) {
     json rows = json::array();
     for (Tiles t : {Tiles{o.tiles.Br, 16}, Tiles{o.tiles.Br, 32}, Tiles{o.tiles.Br, 64}, Tiles{o.tiles.Br, 128},
                     Tiles{o.tiles.Br, 512}, Tiles{1, o.tiles.Bc}, Tiles{4, o.tiles.Bc}, Tiles{64, o.tiles.Bc}}) {
-        const Stats st = time_kernel(o, p, true, t, 1);
+        const Stats st = time_tiled(o, p, t);
         const std::size_t bytes = run_kernel(p, true, t);
         std::printf("  %5d %5d %11.3f %15s\n", t.Br, t.Bc, st.median, lab::human_bytes(double(bytes)).c_str());
         f << fmt::format("{},{},{:.6g},{}\n", t.Br, t.Bc, st.median, bytes);

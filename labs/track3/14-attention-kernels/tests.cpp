@@ -31,14 +31,25 @@ namespace {
 // of values of size ~1, summed over up to a thousand keys in float.
 constexpr float kAtol = 2e-5f, kRtol = 2e-4f;
 
-// Stops the test case with the hint when the exercise is still the starter.
-void needs_exercise() {
+// Stop a test case with the hint when a function it needs is still the starter's.
+void needs_finish_row() {
+    pd::lab::needs([] {
+        float o = 0;
+        finish_row(RowState{0.0f, 1.0f}, &o, 1);
+    });
+}
+
+void needs_tile_update() {
     pd::lab::needs([] {
         RowState st;
         float o = 0, s = 0, v = 1;
         tile_update(st, &o, &s, &v, 1, 1);
-        finish_row(st, &o, 1);
     });
+}
+
+void needs_exercise() {
+    needs_tile_update();
+    needs_finish_row();
 }
 
 // --- tile_update and finish_row, one row at a time ------------------------------
@@ -103,7 +114,7 @@ std::vector<int> random_split(Inputs& in, int n, int max_tile) {
 }
 
 TEST_CASE("lab14.tile_update.keeps_the_running_max_sum_and_output") {
-    needs_exercise();
+    needs_tile_update();
     Inputs in(1401);
     for (int trial = 0; trial < 6; trial++) {
         const int n = in.integer(1, 300), D = 4 * in.integer(1, 20);
@@ -115,7 +126,7 @@ TEST_CASE("lab14.tile_update.keeps_the_running_max_sum_and_output") {
 TEST_CASE("lab14.tile_update.a_much_larger_max_in_a_later_tile") {
     // Tile 2's scores sit 40 above tile 1's: everything tile 1 added must shrink
     // by about e^-40. Tile 3 is back near 0: a smaller max changes nothing (factor 1).
-    needs_exercise();
+    needs_tile_update();
     Inputs in(1402);
     const int D = 4 * in.integer(2, 16);
     std::vector<int> tiles = {in.integer(1, 64), in.integer(1, 64), in.integer(1, 64)};
@@ -127,7 +138,7 @@ TEST_CASE("lab14.tile_update.a_much_larger_max_in_a_later_tile") {
 }
 
 TEST_CASE("lab14.tile_update.one_key_at_a_time") {
-    needs_exercise();
+    needs_tile_update();
     Inputs in(1403);
     const int n = in.integer(2, 40), D = in.integer(1, 40);
     const std::vector<float> s = in.normals(n, 5.0f), V = in.normals(std::size_t(n) * D);
@@ -135,7 +146,7 @@ TEST_CASE("lab14.tile_update.one_key_at_a_time") {
 }
 
 TEST_CASE("lab14.finish_row.divides_by_l") {
-    needs_exercise();
+    needs_finish_row();
     Inputs in(1404);
     const int D = in.integer(1, 80);
     RowState st;
