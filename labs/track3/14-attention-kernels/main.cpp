@@ -164,6 +164,18 @@ void write_csv(const fs::path& file, const std::vector<Point>& pts) {
                          p.tiled.median, p.tiled.p90, p.naive_bytes, p.tiled_bytes);
 }
 
+// Medians resist a few slow runs; when p90 sits far above the median,
+// something else is using the cores, and the ratio of one row says more than its times.
+void noise_note(const std::vector<Point>& pts) {
+    int noisy = 0;
+    for (const Point& p : pts) noisy += p.naive.p90 > 1.25 * p.naive.median || p.tiled.p90 > 1.25 * p.tiled.median;
+    if (noisy)
+        std::printf("  note: %d of %zu rows are noisy (p90 more than 25%% above the median): other programs share "
+                    "these cores;\n  trust the ratios more than the times, or try --threads 1 and more "
+                    "--repeats\n",
+                    noisy, pts.size());
+}
+
 json sweep_lengths(const Options& o, const fs::path& dir, bool decode) {
     const char* name = decode ? "decode" : "prefill";
     std::printf("\n[%d] %s: %s, %d heads / %d KV heads, D = %d, tiles %d x %d (median of %d%s)\n", decode ? 3 : 2,
@@ -186,6 +198,7 @@ json sweep_lengths(const Options& o, const fs::path& dir, bool decode) {
                         {"naive_scratch_bytes", p.naive_bytes}, {"tiled_scratch_bytes", p.tiled_bytes}});
     }
     write_csv(dir / fmt::format("{}.csv", name), pts);
+    noise_note(pts);
     std::printf("  scratch is per thread (one head at a time): naive T x S floats, tiled Br x Bc floats + Br states\n");
     return rows;
 }
