@@ -265,6 +265,7 @@ void check_options(const Options& o) {
     for (const std::string& s : o.sweeps)
         if (s != "prefill" && s != "decode" && s != "tiles")
             fail("unknown sweep \"{}\" in --sweeps: use prefill, decode, tiles", s);
+    if (o.lengths.empty()) fail("--lengths is empty: give at least one length, e.g. --lengths 1024,2048");
     const int longest = std::max(o.tile_length, *std::max_element(o.lengths.begin(), o.lengths.end()));
     if (*std::min_element(o.lengths.begin(), o.lengths.end()) < 1 || o.tile_length < 1 || longest > 16384)
         fail("--lengths and --tile-length must be in 1 .. 16384 (the naive kernel's T x S scores grow as "
