@@ -45,20 +45,31 @@ Verdict sampling_accept(const Proposal& pr, Rng& rng) {
     return {pr.k, draw_from(row(pr.target_probs, pr.k, pr.vocab), rng)};
 }
 
+namespace {
+
+// softmax(logits / T) over every id: no ranking needed without top-k or top-p.
+void full_softmax(const float* logits, int n, float temperature, std::span<float> out) {
+    const float mx = *std::max_element(logits, logits + n);
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (out[i] = std::exp((logits[i] - mx) / temperature));
+    for (int i = 0; i < n; i++) out[i] = float(out[i] / sum);
+}
+
+}  // namespace
+
 void sampling_distribution(const float* logits, int n, const SamplerConfig& cfg, std::span<float> out) {
     if (!(cfg.temperature > 0.0f)) fail("a sampling distribution needs a temperature above 0, got {}", cfg.temperature);
+    const int k = cfg.top_k > 0 ? std::min(cfg.top_k, n) : n;
+    if (k == n && cfg.top_p >= 1.0f) return full_softmax(logits, n, cfg.temperature, out);
+    // Candidates: the top-k ids by logit, best first (ties: lower id), as pd::sample ranks them.
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
-    const int k = cfg.top_k > 0 ? std::min(cfg.top_k, n) : n;
     auto by_logit = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
     std::partial_sort(order.begin(), order.begin() + k, order.end(), by_logit);
     std::fill(out.begin(), out.end(), 0.0f);
     double sum = 0.0;
-    for (int i = 0; i < k; i++) {
-        out[order[i]] = std::exp((logits[order[i]] - logits[order[0]]) / cfg.temperature);
-        sum += out[order[i]];
-    }
-    // Nucleus: the smallest prefix (best first) whose mass reaches top_p; as pd::sample.
+    for (int i = 0; i < k; i++) sum += (out[order[i]] = std::exp((logits[order[i]] - logits[order[0]]) / cfg.temperature));
+    // Nucleus: the smallest prefix (best first) whose mass reaches top_p.
     int keep = k;
     double acc = 0.0;
     for (int i = 0; i < k && cfg.top_p < 1.0f; i++) {

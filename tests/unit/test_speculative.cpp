@@ -306,4 +306,12 @@ TEST_CASE("engine.speculative.sampling_distribution_is_the_samplers") {
     }
     CHECK(support <= 10);
     CHECK(total_variation(probs, freq) <= 0.01);
+    // Without top-k and top-p: the plain softmax, every id.
+    std::vector<float> all(50), ranked(50);
+    sampling_distribution(logits.data(), 50, {0.7f, 0, 1.0f, 3}, all);
+    sampling_distribution(logits.data(), 50, {0.7f, 50, 0.99999994f, 3}, ranked);  // ranks, keeps (nearly) all
+    double sum = 0;
+    for (float x : all) sum += x;
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+    check_close(all, ranked, 1e-6f, 1e-4f, "softmax without top-k/top-p against the ranked path");
 }
