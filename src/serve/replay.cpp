@@ -55,7 +55,10 @@ std::vector<std::size_t> arrival_order(const Trace& trace) {
 
 void record(ReplayResult& out, std::span<const TokenEvent> events, double t, int& done) {
     for (const TokenEvent& e : events) {
-        if (e.token >= 0) out.timings[std::size_t(e.request)].token_s.push_back(t);
+        if (e.token >= 0) {
+            out.timings[std::size_t(e.request)].token_s.push_back(t);
+            out.output_ids[std::size_t(e.request)].push_back(e.token);
+        }
         if (e.finished == FinishReason::none) continue;
         out.finished[std::size_t(e.request)] = e.finished;
         out.timings[std::size_t(e.request)].completed = e.finished != FinishReason::cancelled;
@@ -69,6 +72,7 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
                     bool progress) {
     ReplayResult out;
     out.finished.assign(requests.size(), FinishReason::none);
+    out.output_ids.resize(requests.size());
     for (std::size_t i = 0; i < requests.size(); i++)
         out.timings.push_back({int(i), trace[i].arrival_s, {}, int(requests[i].prompt.size()), true});
     const auto order = arrival_order(trace);

@@ -27,6 +27,7 @@ long long longest_request(std::span<const Request> requests);
 struct ReplayResult {
     std::vector<RequestTiming> timings;   // (requests) in trace order, times from the start
     std::vector<FinishReason> finished;   // (requests)
+    std::vector<std::vector<int>> output_ids;  // (requests) the tokens each got
     double duration_s = 0;                // start to the last token
     long long steps = 0, preemptions = 0;
     long long max_batch = 0;              // most sequences in one step's batch
