@@ -7,6 +7,7 @@
 #include "check.hpp"
 #include "common.hpp"
 #include "engine/block_allocator.hpp"
+#include "engine/paged_kv_cache.hpp"
 
 using namespace pd;
 using namespace pd::test;
@@ -70,4 +71,95 @@ TEST_CASE("engine.paged.allocator_parks_cached_blocks_and_evicts_lru") {
     CHECK(evicted[0] == b0);
     CHECK_FALSE(a.is_cached(b0));
     CHECK(a.check_invariants() == "");
+}
+
+// --- the paged cache and its block tables ---------------------------------------
+
+namespace {
+
+// A small pool: 2 layers, 2 KV heads of 4 floats, blocks of 4 positions.
+PagedKVCache small_pool(int total_blocks) { return make_paged_kv_cache(2, 2, 4, 4, total_blocks, 64); }
+
+// The (n_kv_heads * head_dim) K row written for (layer, pos) by writer `gen`:
+// a value that names all three (V rows are the negatives).
+std::vector<float> row_for(int layer, int pos, float sign, int gen = 0) {
+    std::vector<float> r(8);
+    for (int i = 0; i < 8; i++) r[i] = sign * (100000.0f * gen + 1000.0f * layer + 10.0f * pos + i);
+    return r;
+}
+
+void write_positions(PagedKVCache& c, BlockTable& t, int from, int to, int gen = 0) {
+    for (int p = from; p < to; p++)
+        for (int l = 0; l < c.n_layers; l++)
+            paged_write(c, l, t, p, row_for(l, p, 1, gen).data(), row_for(l, p, -1, gen).data());
+    t.len = to;
+}
+
+void check_positions(const PagedKVCache& c, const BlockTable& t, int from, int to) {
+    for (int p = from; p < to; p++)
+        for (int l = 0; l < c.n_layers; l++)
+            for (int h = 0; h < c.n_kv_heads; h++) {
+                INFO("layer " << l << ", position " << p << ", kv head " << h);
+                CHECK(paged_key(c, l, t, h, p)[1] == row_for(l, p, 1)[h * 4 + 1]);
+                CHECK(paged_value(c, l, t, h, p)[3] == row_for(l, p, -1)[h * 4 + 3]);
+            }
+}
+
+}  // namespace
+
+TEST_CASE("engine.paged.block_table_round_trips_rows_across_blocks") {
+    PagedKVCache c = small_pool(6);
+    BlockTable a, b;
+    // Interleave two sequences so that neither one's blocks are consecutive.
+    for (int len = 4; len <= 12; len += 4) {
+        REQUIRE(paged_reserve(c, a, len));
+        REQUIRE(paged_reserve(c, b, len - 1));
+    }
+    CHECK_MESSAGE(a.blocks.size() == 3, "12 positions in blocks of 4 take 3 blocks");
+    CHECK(b.blocks.size() == 3);
+    write_positions(c, a, 0, 12);
+    write_positions(c, b, 0, 11);
+    INFO("a row read through the table must be the row written at that position, whatever block holds it");
+    check_positions(c, a, 0, 12);
+    check_positions(c, b, 0, 11);
+    paged_release(c, a);
+    paged_release(c, b);
+    CHECK(c.blocks.free_count() == 6);
+    CHECK(c.blocks.check_invariants() == "");
+}
+
+TEST_CASE("engine.paged.reserve_false_leaves_nothing_allocated") {
+    PagedKVCache c = small_pool(3);
+    BlockTable a, b;
+    REQUIRE(paged_reserve(c, a, 8));  // 2 of 3 blocks
+    CHECK_FALSE_MESSAGE(paged_reserve(c, b, 8), "8 positions need 2 blocks and only 1 is free");
+    CHECK_MESSAGE(b.blocks.empty(), "a refused reserve must not keep part of what it asked for");
+    CHECK(c.blocks.free_count() == 1);
+    CHECK_MESSAGE(paged_reserve(c, a, 8), "a sequence that already has its blocks needs none more");
+    CHECK(c.blocks.check_invariants() == "");
+}
+
+TEST_CASE("engine.paged.truncate_frees_blocks_and_copies_a_shared_tail") {
+    PagedKVCache c = small_pool(5);
+    BlockTable a;
+    REQUIRE(paged_reserve(c, a, 12));
+    write_positions(c, a, 0, 12);
+    BlockTable b;  // b shares a's first two blocks (a common prefix)
+    for (int i = 0; i < 2; i++) c.blocks.retain(a.blocks[i]), b.blocks.push_back(a.blocks[i]);
+    b.len = 8;
+    REQUIRE(paged_truncate(c, a, 6));
+    CHECK_MESSAGE(a.blocks.size() == 2, "6 positions keep 2 blocks; the third goes back");
+    CHECK_MESSAGE(a.blocks[1] != b.blocks[1], "position 6 will be written into a's second block, shared "
+                                              "with b: truncate must give a its own copy");
+    check_positions(c, a, 0, 6);
+    write_positions(c, a, 6, 8, 1);  // new rows 6, 7 in a's copy ...
+    check_positions(c, b, 0, 8);  // ... and b still reads its own rows
+    CHECK(c.blocks.check_invariants() == "");
+}
+
+TEST_CASE("engine.paged.bad_sizes_are_refused") {
+    CHECK_THROWS_WITH_AS(small_pool(0), doctest::Contains("at least 1 block"), UserError);
+    CHECK_THROWS_AS(make_paged_kv_cache(2, 2, 4, 0, 4, 64), UserError);
+    CHECK_THROWS_WITH_AS(make_paged_kv_cache(32, 8, 128, 16, 1 << 30, 4096), doctest::Contains("fewer blocks"),
+                         UserError);
 }
