@@ -8,6 +8,8 @@
 #include "common.hpp"
 #include "engine/attention.hpp"
 #include "engine/block_allocator.hpp"
+#include "engine/model.hpp"
+#include "io/model_source.hpp"
 #include "engine/paged_kv_cache.hpp"
 
 using namespace pd;
@@ -228,4 +230,142 @@ TEST_CASE("engine.paged.attention_matches_the_contiguous_kernels") {
     check_paged_attention(4, 4, 32, 5, mixed);   // MHA, blocks not a power of two
     check_paged_attention(4, 1, 20, 16, mixed);  // MQA, a head size no vector width divides
     check_paged_attention(16, 1, 16, 80, mixed); // two decode slices; a block larger than a decode chunk
+}
+
+// --- the mixed-batch forward --------------------------------------------------
+
+namespace {
+
+// The bundled model, and small synthetic ones of the other attention kinds and family.
+const char* kForwardModels[] = {
+    "tiny",
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=4,vocab=97,ctx=128",  // MHA
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=1,vocab=97,ctx=128",  // MQA
+    "synthetic:gpt2,dim=64,ffn=256,layers=2,heads=4,vocab=97,ctx=128",             // GPT-2
+};
+
+// Both caches run every row through different kernels (a batch of 60 rows
+// takes oneDNN where one sequence's 5 take the decode kernel): rounding only.
+constexpr float kTol = 5e-4f;
+
+std::vector<int> prompt_of(int n, int vocab, int seed) {
+    std::vector<int> t(n);
+    for (int i = 0; i < n; i++) t[i] = (i * 31 + seed * 17 + 3) % vocab;
+    return t;
+}
+
+// Sequences in a paged cache of the model, driven by forward_batch.
+struct PagedRun {
+    const Model& m;
+    PagedKVCache cache;
+    RunState st;
+    std::vector<BlockTable> tables;
+
+    PagedRun(const Model& model, int n_seqs, int block_size = 16)
+        : m(model), cache(make_paged_kv_cache(model, block_size, 64)), st(make_run_state(model.config, 4)),
+          tables(n_seqs) {}
+
+    struct Work {
+        int seq;
+        std::vector<int> tokens;
+        bool logits = true;
+    };
+    // One step; returns the logits of the items that asked, rows in order.
+    std::vector<float> step(const std::vector<Work>& work) {
+        std::vector<BatchItem> items;
+        int kept = 0;
+        for (const Work& w : work) {
+            BlockTable& t = tables[w.seq];
+            REQUIRE(paged_reserve(cache, t, t.len + int(w.tokens.size())));
+            items.push_back({&t, w.tokens, w.logits});
+            kept += w.logits;
+        }
+        const float* l = forward_batch(m, cache, st, items);
+        return std::vector<float>(l, l + std::size_t(kept) * m.config.vocab_size);
+    }
+};
+
+std::vector<float> rows_of(const float* p, int rows, int V) { return std::vector<float>(p, p + std::size_t(rows) * V); }
+
+}  // namespace
+
+TEST_CASE("engine.paged.forward_matches_the_contiguous_cache") {
+    for (const char* spec : kForwardModels) {
+        INFO(spec);
+        auto lm = load_model(spec, Precision::f32, false);
+        const Model& m = *lm.model;
+        const int V = m.config.vocab_size;
+        const std::vector<int> lens = {5, 23, 40};  // inside one block, across two, across three
+        KVCache kc = make_kv_cache(m, 3, 64);
+        RunState ks = make_run_state(m.config, 3);
+        PagedRun paged(m, 3);
+        std::vector<PagedRun::Work> prefills;
+        std::vector<float> want;
+        for (int b = 0; b < 3; b++) {
+            const auto p = prompt_of(lens[b], V, b);
+            const auto l = rows_of(prefill(m, kc, ks, b, p), 1, V);
+            want.insert(want.end(), l.begin(), l.end());
+            prefills.push_back({b, p});
+        }
+        check_close(paged.step(prefills), want, kTol, kTol, "three prompts in one paged step against three prefills");
+        const std::vector<int> slots = {0, 1, 2};
+        std::vector<int> next = {7, 8, 9};
+        for (int i = 0; i < 4; i++) {
+            want = rows_of(decode(m, kc, ks, slots, next), 3, V);
+            const auto got = paged.step({{0, {next[0]}}, {1, {next[1]}}, {2, {next[2]}}});
+            check_close(got, want, kTol, kTol, fmt::format("decode step {} of three sequences of different lengths", i));
+            for (int& t : next) t = (t * 5 + 1) % V;
+        }
+    }
+}
+
+TEST_CASE("engine.paged.mixed_step_equals_running_each_alone") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const Model& m = *lm.model;
+    const int V = m.config.vocab_size;
+    // A has 10 tokens cached and brings a chunk of 12; B has 20 and decodes one; C starts with a chunk of 9.
+    auto setup = [&](PagedRun& r) { r.step({{0, prompt_of(10, V, 1)}, {1, prompt_of(20, V, 2)}}); };
+    const std::vector<int> a_chunk = prompt_of(12, V, 3), b_token = {42}, c_chunk = prompt_of(9, V, 4);
+    PagedRun mixed(m, 3);
+    setup(mixed);
+    const auto got = mixed.step({{0, a_chunk}, {1, b_token}, {2, c_chunk}});
+    PagedRun alone(m, 3);
+    setup(alone);
+    std::vector<float> want;
+    for (const auto& w : std::vector<PagedRun::Work>{{0, a_chunk}, {1, b_token}, {2, c_chunk}}) {
+        const auto l = alone.step({w});
+        want.insert(want.end(), l.begin(), l.end());
+    }
+    check_close(got, want, kTol, kTol, "A's chunk + B's decode + C's chunk in one pass, against each in its own pass");
+    CHECK(mixed.tables[0].len == 22);
+    CHECK(mixed.tables[1].len == 21);
+    CHECK(mixed.tables[2].len == 9);
+}
+
+TEST_CASE("engine.paged.chunked_prefill_gives_the_logits_of_one_pass") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const Model& m = *lm.model;
+    const int V = m.config.vocab_size;
+    const auto prompt = prompt_of(57, V, 5);  // chunks 1, 7, 16, 33
+    KVCache kc = make_kv_cache(m, 1, 64);
+    RunState ks = make_run_state(m.config, 1);
+    const auto all = rows_of(prefill(m, kc, ks, 0, prompt, Keep::all), 57, V);
+    PagedRun chunked(m, 1);
+    int at = 0;
+    for (int n : {1, 7, 16, 33}) {
+        const std::vector<int> chunk(prompt.begin() + at, prompt.begin() + at + n);
+        const auto got = chunked.step({{0, chunk}});
+        at += n;
+        check_close(got.data(), all.data() + std::size_t(at - 1) * V, V, kTol, kTol,
+                    fmt::format("the last row of the chunk ending at position {} against one pass over the prompt", at - 1));
+    }
+}
+
+TEST_CASE("engine.paged.forward_refuses_bad_batches") {
+    auto lm = load_model("synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=2,vocab=97,ctx=32", Precision::f32, false);
+    PagedRun r(*lm.model, 2);
+    CHECK_THROWS_WITH_AS(r.step({{0, {1, 2, 97}}}), doctest::Contains("out of range"), UserError);
+    CHECK_THROWS_WITH_AS(r.step({{0, prompt_of(33, 97, 1)}}), doctest::Contains("context length of 32"), UserError);
+    CHECK_THROWS_WITH_AS(r.step({{0, {1}}, {0, {2}}}), doctest::Contains("twice"), UserError);
+    CHECK(r.tables[0].len == 0);
 }
