@@ -5,7 +5,8 @@
 #   1. configure a build with -Dcuda=enabled and build it
 #   2. meson test --suite gpu (every kernel vs its CPU twin, GPU vs CPU model)
 #   3. measure the card: copy bandwidth, cuBLAS bf16 GEMM rate
-#   4. the attention dev harnesses (validated, then timed)
+#   4. the dev harnesses (validated, then timed): the bf16 GEMV of decode's
+#      products at M = 1, decode and prefill attention
 #   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16) and
 #      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps)
 #   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
@@ -167,6 +168,7 @@ card_steps() {
     bw=$(result "$tmp/bw.log" copy_gbs)
     gemm=$(result "$tmp/gemm.log" gemm_tflops)
     gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
+    step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
     step "attention_decode (1B shapes, 2048 cached)" 120 att_decode.log "$dev/attention_decode" \
         --heads 32 --kv-heads 8 --len 2048
     step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
@@ -236,6 +238,7 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
     echo "| cuBLAS bf16 GEMM, Llama-1B shapes at M = 2048 | $(fmt1 "$gemm") TFLOP/s (square 8192: $(fmt1 "$gemm_sq")) | | |"
     echo "| llama-1b bf16 decode, ms/token (batch 1, after 2048) | $(fmt3 "$(v "$tmp/b1b.json" decode_ms_per_token_median)") | <= 1.5 x floor $(fmt3 "$(v "$tmp/roof.json" decode_floor_ms)") ms | ratio $(fmt3 "$(v "$tmp/roof.json" decode_ratio)"): $(verdict "$(met decode_met)") |"
     echo "| llama-1b bf16 prefill of 2048 tokens, ms | $(fmt3 "$(v "$tmp/b1b.json" prefill_ms_median)") ($(fmt1 "$(v "$tmp/roof.json" prefill_tflops)") TFLOP/s) | >= 0.5 x GEMM rate | ratio $(fmt3 "$(v "$tmp/roof.json" prefill_ratio)"): $(verdict "$(met prefill_met)") |"
+    echo "| bf16 GEMV, 1B decode step's products (M = 1): warp per row v3 / cuBLAS, ms (x floor) | $(fmt3 "$(result "$tmp/gemv.log" gemv_v3_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v3_floor_ratio)")) / $(fmt3 "$(result "$tmp/gemv.log" gemv_v4_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v4_floor_ratio)")) | | |"
     for p in f32 bf16; do
         f="$tmp/b125_$p.json"
         echo "| bench-llama-125m $p: prefill 960 ms / decode ms per token | $(fmt3 "$(v "$f" prefill_ms_median)") / $(fmt3 "$(v "$f" decode_ms_per_token_median)") | | |"
