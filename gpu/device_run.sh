@@ -4,7 +4,7 @@
 # gpu/prepare_device_bundle.sh, run beforehand on a Debian 12 machine with a
 # network, puts those packages in .device/debs; this script, on the GPU machine:
 #
-#   1. unpacks each .deb into $PREFIX (dpkg -x: no root, no dpkg database) and
+#   1. unpacks each .deb into $PREFIX (dpkg -x, or ar + tar: no root, no dpkg database) and
 #      points PATH, PKG_CONFIG_*, CPATH, LIBRARY_PATH and LD_LIBRARY_PATH at it
 #   2. runs gpu/check.sh (configure with -Dcuda=enabled for sm_90, build only
 #      what it runs, tests/gpu, the gpu/dev harnesses, the 125M and 1B benches,
@@ -47,6 +47,22 @@ targets=(
     labs/track1/05-length-and-batch/05-length-and-batch
 )
 
+# One package's files into $prefix: dpkg -x, or ar and tar where there is no dpkg.
+extract_deb() {
+    if command -v dpkg >/dev/null 2>&1; then
+        dpkg -x "$1" "$prefix"
+        return
+    fi
+    local data
+    data=$(ar t "$1" | grep '^data\.tar') || return 2
+    case "$data" in
+        *.xz) ar p "$1" "$data" | tar -xJ -C "$prefix" ;;
+        *.zst) ar p "$1" "$data" | tar --zstd -x -C "$prefix" ;;
+        *.gz) ar p "$1" "$data" | tar -xz -C "$prefix" ;;
+        *) ar p "$1" "$data" | tar -x -C "$prefix" ;;
+    esac
+}
+
 # 1. The packages, unpacked into $prefix.
 unpack_bundle() {
     local debs=(.device/debs/*.deb)
@@ -56,7 +72,7 @@ unpack_bundle() {
     fi
     rm -rf "$prefix"
     mkdir -p "$prefix/bin"
-    for f in "${debs[@]}"; do dpkg -x "$f" "$prefix" || return 2; done
+    for f in "${debs[@]}"; do extract_deb "$f" || { say "cannot unpack $f"; return 2; }; done
     # Debian's meson is a Python package; run it with whatever python3 is here.
     printf '#!/bin/sh\nexec python3 %s/usr/bin/meson "$@"\n' "$prefix" >"$prefix/bin/meson"
     chmod +x "$prefix/bin/meson"
