@@ -152,7 +152,7 @@ PeakResult measure_peak_gflops(Precision precision, int n, int min_reps, double 
 // --- phase costs ----------------------------------------------------------------------
 
 double matmul_bytes(const Config& c, Precision p) {
-    return double(c.n_matmul_params()) * double(bytes_per_weight(p));
+    return double(c.n_matmul_params()) * stored_bytes_per_weight(p);
 }
 
 static PhaseCost finish(PhaseCost pc, const Ceilings& roof) {
