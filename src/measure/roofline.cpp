@@ -186,7 +186,7 @@ namespace {
 std::vector<ProductCost> products(const Config& c, Precision p, double rows, double head_rows,
                                   double pairs, double kv_positions) {
     const double L = c.n_layers, D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
-    const double bpw = double(bytes_per_weight(p));
+    const double bpw = stored_bytes_per_weight(p);  // int8: its scales included, as matmul_bytes counts them
     const double mlp_in_out = c.family == Family::llama ? 2 * F : F;  // gate and up, fused
     auto matmul = [&](const char* name, double in, double out, double r, double layers) {
         return ProductCost{name, 2 * r * in * out * layers, in * out * layers * bpw};

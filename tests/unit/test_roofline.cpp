@@ -35,7 +35,7 @@ static void check_sums(const std::vector<ProductCost>& rows, const PhaseCost& to
 TEST_CASE("engine.timing.roofline_products_sum_to_phase_costs") {
     for (std::uint64_t seed = 1; seed <= 20; seed++) {
         const Config c = random_config(seed);
-        for (Precision p : {Precision::f32, Precision::bf16}) {
+        for (Precision p : {Precision::f32, Precision::bf16, Precision::int8_g64}) {
             check_sums(prefill_products(c, p, int(seed * 37), int(seed % 3) + 1),
                        prefill_cost(c, p, int(seed * 37), int(seed % 3) + 1, {}), "prefill");
             check_sums(decode_products(c, p, int(seed % 5) + 1, seed * 53.5),
@@ -62,7 +62,7 @@ TEST_CASE("engine.timing.roofline_compute_bound_batch") {
     for (std::uint64_t seed = 1; seed <= 20; seed++) {
         const Config c = random_config(seed);
         const double context = 10.0 * seed, ridge = 2.0 + seed;
-        for (Precision p : {Precision::f32, Precision::bf16}) {
+        for (Precision p : {Precision::f32, Precision::bf16, Precision::int8_g64}) {
             const long B = decode_compute_bound_batch(c, p, context, ridge);
             INFO("seed ", seed, " batch ", B);
             if (B == 0) {  // never: the intensity's limit, FLOPs over K/V bytes per sequence, is below it

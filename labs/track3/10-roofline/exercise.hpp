@@ -7,9 +7,10 @@
 //   FLOPs   a multiply-add is 2 FLOPs. A product y (rows, out) = x (rows, in) W^T
 //           does 2 * rows * in * out.
 //   bytes   only what MUST cross the DRAM bus once per pass:
-//           - every weight of a matrix once, at the precision's bytes per weight
-//             (f32: 4, bf16: 2), however many rows use it: the rows of a pass
-//             share the weight while it is in the core;
+//           - every weight of a matrix once, at the precision's bytes per
+//             weight, stored_bytes_per_weight(p) (f32: 4, bf16: 2, int8: 1 plus
+//             its share of one f32 scale per group), however many rows use it:
+//             the rows of a pass share the weight while it is in the core;
 //           - the K and V attention moves, always f32 (4 bytes): decode READS
 //             each sequence's cached positions; prefill WRITES the new ones
 //             (its attention re-reads them while they are still in cache);
@@ -21,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/matmul.hpp"  // Precision, bytes_per_weight()
+#include "engine/matmul.hpp"  // Precision, stored_bytes_per_weight()
 #include "io/config.hpp"      // Config
 
 namespace pd::lab10 {

@@ -204,7 +204,7 @@ json measure_model(cli::Session& s, const Options& o, const std::string& model, 
 json turning_point(const Config& c, Precision p, double context, const Ceilings& roof) {
     const long mine = compute_bound_batch(c, p, context, roof.ridge());
     const long ref = decode_compute_bound_batch(c, p, context, roof.ridge());
-    const double weights_only = roof.ridge() * double(bytes_per_weight(p)) / 2.0;
+    const double weights_only = roof.ridge() * stored_bytes_per_weight(p) / 2.0;
     std::printf("\n[4] the batch at which one decode step reaches the ridge (%.2f FLOP/byte), context %.1f:\n"
                 "  yours %s, the engine's %s (the weights alone would say %.0f)\n", roof.ridge(), context, mine ? std::to_string(mine).c_str() : "never", ref ? std::to_string(ref).c_str() : "never",
                 weights_only);

@@ -22,7 +22,7 @@ Count count_matmul(const std::string& name, double rows, int in, int out, Precis
     if (rows < 1 || in < 1 || out < 1)
         throw std::invalid_argument("count_matmul: rows, in and out must be at least 1");
     // Every weight once, whatever the rows: that is what makes a product with many rows cheap per row.
-    return {name, 2.0 * rows * in * out, double(in) * out * double(bytes_per_weight(p))};
+    return {name, 2.0 * rows * in * out, double(in) * out * stored_bytes_per_weight(p)};
 }
 
 std::vector<Count> count_phase(const Config& c, const PhaseShape& s) {
