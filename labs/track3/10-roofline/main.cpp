@@ -181,7 +181,7 @@ Timings time_phases(const Model& m, const Options& o, int B) {
 
 json measure_model(cli::Session& s, const Options& o, const std::string& model, const Ceilings& roof) {
     const Config& c = s.loaded.model->config;
-    const Precision p = parse_precision(o.lab.precision);
+    const Precision p = cli::precision_of(o.lab);
     std::printf("\n[3] %s, timed (median of %d runs; decode: %d steps after a %d-token prompt)\n", model.c_str(),
                 o.repeats, o.gen, o.prompt_len);
     std::printf("  %-8s %5s %10s %10s %11s %11s %9s\n", "phase", "batch", "ms", "FLOP/byte", "GFLOP/s", "roof",
@@ -218,7 +218,7 @@ json study_model(const Options& o, const std::string& model, const Ceilings& roo
     lo.model = model;
     cli::Session s = cli::load_session(lo);
     const Config c = s.loaded.model->config;
-    const Precision p = parse_precision(o.lab.precision);
+    const Precision p = cli::precision_of(o.lab);
     if (o.prompt_len + o.gen > c.max_seq_len)
         fail("--prompt-len {} plus --gen {} exceed the context of {} ({} positions): make them smaller", o.prompt_len,
              o.gen, model, c.max_seq_len);
@@ -282,7 +282,7 @@ void try_exercises(Precision p) {
 
 int run(const Options& o) {
     check_options(o);
-    const Precision p = parse_precision(o.lab.precision);
+    const Precision p = cli::precision_of(o.lab);
     cli::apply_runtime(o.lab);
     try_exercises(p);
     const fs::path dir = make_out_dir(o.out);
