@@ -124,7 +124,7 @@ PrecisionRow measure(const Options& o, const std::string& precision, Engine* f32
 }
 
 nlohmann::json section_side_by_side(const Options& o) {
-    std::printf("2. %s, f32 / bf16 / int8 (group %d), %d threads: decode B=1 after a %d-token prompt\n",
+    std::printf("2. %s, f32 / bf16 / int8 (group %d), %d thread(s): decode B=1 after a %d-token prompt\n",
                 o.lab.model.c_str(), o.lab.group_size, omp_get_max_threads(), o.bench.prompt_len);
     std::printf("   %-10s %10s %12s %10s %9s %12s %11s %11s\n", "precision", "weights MB", "decode ms/tok", "floor ms",
                 "x floor", "prefill ms", "perplexity", "agree f32");
@@ -140,8 +140,8 @@ nlohmann::json section_side_by_side(const Options& o) {
                         {"decode_floor_ms", r.floor_ms}, {"prefill_ms", r.prefill_ms},
                         {"perplexity", r.perplexity}, {"greedy_agreement", r.agreement}});
     }
-    std::printf("   int8 decode is %.2fx faster than bf16 and %.2fx faster than f32 (uptime tells the load:\n"
-                "   compare ratios measured in one run). Perplexity 0 means the model ships no held-out text.\n\n",
+    std::printf("   decode speed-up of int8: %.2fx over bf16, %.2fx over f32 (uptime tells the load: compare\n"
+                "   ratios measured in one run). Perplexity 0 means the model ships no held-out text.\n\n",
                 all[1].decode_ms / all[2].decode_ms, all[0].decode_ms / all[2].decode_ms);
     return rows;
 }
