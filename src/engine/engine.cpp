@@ -43,6 +43,7 @@ public:
     int batch() const override { return cache_.batch; }
     int max_seq() const override { return cache_.max_seq; }
     void reset(int slot) override { kv_reset(cache_, slot); }
+    void truncate(int slot, int len) override { kv_truncate(cache_, slot, len); }
     double time_ms(const std::function<void()>& work) override {
         double t0 = now_ms();
         work();
