@@ -11,7 +11,9 @@
 #include "engine/block_allocator.hpp"
 #include "engine/model.hpp"
 #include "io/model_source.hpp"
+#include "engine/engine.hpp"
 #include "serve/paged_serving_engine.hpp"
+#include "serve/slot_serving_engine.hpp"
 #include "engine/paged_kv_cache.hpp"
 
 using namespace pd;
@@ -486,4 +488,33 @@ TEST_CASE("engine.paged.serving_engine_refuses_bad_input") {
                          doctest::Contains("hold no block"), UserError);
     CHECK_THROWS_WITH_AS(serve::make_paged_serving_engine(lm.model, {.total_blocks = INT_MAX}),
                          doctest::Contains("fewer blocks"), UserError);
+}
+
+TEST_CASE("engine.paged.serving_engine_matches_the_slot_engine") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const int V = lm.model->config.vocab_size;
+    auto engine = make_engine(lm.model, {.batch = 3, .max_seq = 96});
+    serve::SlotServingEngine slot(*engine);
+    auto paged = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 32});
+    const auto a = prompt_of(30, V, 1), b = prompt_of(17, V, 2), c = prompt_of(40, V, 3);
+    const std::vector<int> next = {5, 6};
+    // Step 1: A's whole prompt and B's first 10 tokens. Step 2: A decodes, B finishes, C starts.
+    const std::vector<std::vector<serve::SeqWork>> steps = {
+        {{0, a}, {1, {b.data(), 10}, false}},
+        {{0, {&next[0], 1}}, {1, {b.data() + 10, 7}}, {2, c}},
+    };
+    const std::vector<std::vector<int>> prompts = {a, b, c};
+    for (serve::ServingEngine* e : std::vector<serve::ServingEngine*>{&slot, paged.get()})
+        for (int s = 0; s < 3; s++) {
+            e->open(s, prompts[s]);
+            REQUIRE(e->reserve(s, 64));
+        }
+    for (std::size_t i = 0; i < steps.size(); i++) {
+        const std::size_t kept = std::count_if(steps[i].begin(), steps[i].end(), [](auto& w) { return w.logits; });
+        const auto want = rows_of(slot.step(steps[i]), int(kept), V);
+        const auto got = rows_of(paged->step(steps[i]), int(kept), V);
+        check_close(got, want, kTol, kTol, fmt::format("step {}: the paged engine's one pass against the slot engine's "
+                                                       "prefills and batched decode", i + 1));
+    }
+    for (int s = 0; s < 3; s++) CHECK(paged->cached_len(s) == slot.cached_len(s));
 }
