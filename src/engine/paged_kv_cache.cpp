@@ -18,10 +18,11 @@ PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int
     PagedKVCache c;
     c.n_layers = n_layers, c.n_kv_heads = n_kv_heads, c.head_dim = head_dim;
     c.block_size = block_size, c.max_seq = max_seq;
-    c.blocks = BlockAllocator(total_blocks);
-    check_fits_in_memory(c.capacity_bytes(),
+    // Before anything is allocated, the allocator's lists included.
+    check_fits_in_memory(c.bytes_per_block() * std::size_t(total_blocks),
                          fmt::format("a paged KV cache of {} blocks x {} positions", total_blocks, block_size),
                          "ask for fewer blocks (or fewer KV bytes)");
+    c.blocks = BlockAllocator(total_blocks);
     const std::size_t n = std::size_t(n_layers) * total_blocks * c.block_stride();
     c.k.assign(n, 0.0f);
     c.v.assign(n, 0.0f);

@@ -2,6 +2,7 @@
 // allocator's invariants, the block table, attention read through it, the
 // mixed-batch forward, prefix caching and the serving engine built on them.
 #include <algorithm>
+#include <climits>
 #include <vector>
 
 #include "check.hpp"
@@ -10,6 +11,9 @@
 #include "engine/block_allocator.hpp"
 #include "engine/model.hpp"
 #include "io/model_source.hpp"
+#include "engine/engine.hpp"
+#include "serve/paged_serving_engine.hpp"
+#include "serve/slot_serving_engine.hpp"
 #include "engine/paged_kv_cache.hpp"
 
 using namespace pd;
@@ -368,4 +372,149 @@ TEST_CASE("engine.paged.forward_refuses_bad_batches") {
     CHECK_THROWS_WITH_AS(r.step({{0, prompt_of(33, 97, 1)}}), doctest::Contains("context length of 32"), UserError);
     CHECK_THROWS_WITH_AS(r.step({{0, {1}}, {0, {2}}}), doctest::Contains("twice"), UserError);
     CHECK(r.tables[0].len == 0);
+}
+
+// --- the paged serving engine and its prefix cache --------------------------------
+
+namespace {
+
+using serve::PagedOptions;
+using serve::PagedServingEngine;
+
+int argmax(const float* v, int n) { return int(std::max_element(v, v + n) - v); }
+
+// One request served alone, greedy: open (maybe attaching cached blocks), the
+// rest of the prompt as one chunk, then n_new - 1 decode steps; close.
+// Returns the ids and, in `covered`, what open() took from the prefix cache.
+std::vector<int> serve_greedy(PagedServingEngine& e, int seq, const std::vector<int>& prompt, int n_new,
+                              int* covered = nullptr) {
+    const int from = e.open(seq, prompt), V = e.config().vocab_size;
+    if (covered) *covered = from;
+    REQUIRE(e.reserve(seq, int(prompt.size()) + n_new));
+    const std::span<const int> rest(prompt.data() + from, prompt.size() - from);
+    std::vector<int> ids = {argmax(e.step(std::vector<serve::SeqWork>{{seq, rest}}), V)};
+    while (int(ids.size()) < n_new) {
+        const int last = ids.back();
+        ids.push_back(argmax(e.step(std::vector<serve::SeqWork>{{seq, {&last, 1}}}), V));
+    }
+    CHECK(e.cached_len(seq) == int(prompt.size()) + n_new - 1);
+    e.close(seq);
+    return ids;
+}
+
+std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("engine.paged.prefix_hits_give_the_greedy_ids_of_no_prefix_cache") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const int V = lm.model->config.vocab_size;
+    auto cached = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 64});
+    auto plain = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 64, .prefix_caching = false});
+    const std::vector<int> system = prompt_of(48, V, 7);  // three whole blocks
+    struct Case {
+        const char* what;
+        std::vector<int> prompt;
+        int covered;  // prompt tokens open() must take from the cache
+    };
+    const std::vector<Case> cases = {
+        {"no hit: the first request", concat(system, prompt_of(5, V, 8)), 0},
+        {"full-prefix hit: the last block is recomputed for the last token's logits", system, 32},
+        {"hit ending mid-block: only whole blocks are reused", concat(prompt_of(40, V, 7), prompt_of(9, V, 9)), 32},
+        {"hit on every whole block of a longer prompt", concat(system, prompt_of(20, V, 10)), 48},
+        {"no hit: a different first block", concat(prompt_of(16, V, 11), system), 0},
+    };
+    int seq = 0;
+    for (const Case& c : cases) {
+        INFO(c.what);
+        int covered = -1;
+        const auto got = serve_greedy(*cached, seq, c.prompt, 8, &covered);
+        CHECK(covered == c.covered);
+        CHECK_MESSAGE(got == serve_greedy(*plain, seq, c.prompt, 8),
+                      "reusing cached blocks must give the ids that computing the prompt gives");
+        seq++;
+    }
+    CHECK_MESSAGE(cached->free_blocks() == 64, "after every close, parked prefix blocks still count as free");
+    CHECK(cached->memory_use().reserved_bytes == 0);
+}
+
+TEST_CASE("engine.paged.prefix_blocks_are_evicted_lru_under_pressure") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const int V = lm.model->config.vocab_size;
+    auto e = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 8});
+    const auto a = prompt_of(33, V, 1), b = prompt_of(33, V, 2);  // two whole blocks each, and a token
+    serve_greedy(*e, 0, a, 4);  // parks a's 2 whole blocks ...
+    serve_greedy(*e, 1, b, 4);  // ... then b's: a's are the least recently used
+    CHECK(e->free_blocks() == 8);
+    REQUIRE(e->open(2, prompt_of(60, V, 3)) == 0);
+    REQUIRE(e->reserve(2, 96));  // 6 blocks: the 4 never-cached ones, then a's 2 parked ones
+    e->close(2);
+    int covered = -1;
+    serve_greedy(*e, 3, b, 4, &covered);
+    CHECK_MESSAGE(covered == 32, "b's blocks were parked more recently than a's: pressure must evict a's first");
+    serve_greedy(*e, 4, a, 4, &covered);
+    CHECK_MESSAGE(covered == 0, "a's blocks were evicted to make room: a must be computed again");
+}
+
+TEST_CASE("engine.paged.reserve_false_leaves_the_engine_unchanged") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    auto e = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 4});
+    const std::vector<int> p = {1, 2, 3};
+    e->open(0, p), e->open(1, p);
+    REQUIRE(e->reserve(0, 48));  // 3 of 4 blocks
+    CHECK_FALSE_MESSAGE(e->reserve(1, 32), "32 positions need 2 blocks and only 1 is free");
+    CHECK_MESSAGE(e->free_blocks() == 1, "a refused reserve must not keep part of what it asked for");
+    CHECK(e->memory_use().reserved_bytes == 3 * e->bytes_per_block());
+    CHECK(e->reserve(1, 16));
+}
+
+TEST_CASE("engine.paged.serving_engine_refuses_bad_input") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const int ctx = lm.model->config.max_seq_len;
+    auto e = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 8});
+    CHECK_THROWS_WITH_AS(e->open(0, std::vector<int>(ctx + 1, 1)), doctest::Contains("longer than the context"),
+                         UserError);
+    CHECK_THROWS_WITH_AS(e->open(0, std::vector<int>{}), doctest::Contains("at least one"), UserError);
+    e->open(0, std::vector<int>{1});
+    CHECK_THROWS_WITH_AS(e->open(0, std::vector<int>{1}), doctest::Contains("already open"), UserError);
+    CHECK_THROWS_WITH_AS(e->reserve(0, ctx + 1), doctest::Contains("context length"), UserError);
+    CHECK_THROWS_WITH_AS(e->close(5), doctest::Contains("not open"), UserError);
+    CHECK_THROWS_WITH_AS(serve::make_paged_serving_engine(lm.model, {.total_blocks = 0}),
+                         doctest::Contains("blocks or of KV bytes"), UserError);
+    CHECK_THROWS_WITH_AS(serve::make_paged_serving_engine(lm.model, {.kv_bytes = 100}),
+                         doctest::Contains("hold no block"), UserError);
+    CHECK_THROWS_WITH_AS(serve::make_paged_serving_engine(lm.model, {.total_blocks = INT_MAX}),
+                         doctest::Contains("fewer blocks"), UserError);
+}
+
+TEST_CASE("engine.paged.serving_engine_matches_the_slot_engine") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const int V = lm.model->config.vocab_size;
+    auto engine = make_engine(lm.model, {.batch = 3, .max_seq = 96});
+    serve::SlotServingEngine slot(*engine);
+    auto paged = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 32});
+    const auto a = prompt_of(30, V, 1), b = prompt_of(17, V, 2), c = prompt_of(40, V, 3);
+    const std::vector<int> next = {5, 6};
+    // Step 1: A's whole prompt and B's first 10 tokens. Step 2: A decodes, B finishes, C starts.
+    const std::vector<std::vector<serve::SeqWork>> steps = {
+        {{0, a}, {1, {b.data(), 10}, false}},
+        {{0, {&next[0], 1}}, {1, {b.data() + 10, 7}}, {2, c}},
+    };
+    const std::vector<std::vector<int>> prompts = {a, b, c};
+    for (serve::ServingEngine* e : std::vector<serve::ServingEngine*>{&slot, paged.get()})
+        for (int s = 0; s < 3; s++) {
+            e->open(s, prompts[s]);
+            REQUIRE(e->reserve(s, 64));
+        }
+    for (std::size_t i = 0; i < steps.size(); i++) {
+        const std::size_t kept = std::count_if(steps[i].begin(), steps[i].end(), [](auto& w) { return w.logits; });
+        const auto want = rows_of(slot.step(steps[i]), int(kept), V);
+        const auto got = rows_of(paged->step(steps[i]), int(kept), V);
+        check_close(got, want, kTol, kTol, fmt::format("step {}: the paged engine's one pass against the slot engine's "
+                                                       "prefills and batched decode", i + 1));
+    }
+    for (int s = 0; s < 3; s++) CHECK(paged->cached_len(s) == slot.cached_len(s));
 }

@@ -1,0 +1,118 @@
+#include "serve/paged_serving_engine.hpp"
+
+#include <omp.h>
+
+#include <climits>
+
+#include "common.hpp"
+#include "engine/request.hpp"
+
+namespace pd::serve {
+
+// Blocks the pool gets: opts.total_blocks, else as many as opts.kv_bytes holds.
+static int pool_blocks(const Config& c, const PagedOptions& o) {
+    if (o.block_size < 1) fail("a block size of {} positions: give at least 1 (16 is the usual)", o.block_size);
+    if (o.total_blocks < 0) fail("{} blocks: give a positive number of blocks (or KV bytes)", o.total_blocks);
+    if (o.total_blocks > 0) return o.total_blocks;
+    if (o.kv_bytes == 0) fail("a paged KV cache needs a size: give a number of blocks or of KV bytes");
+    const std::size_t per_block = kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, sizeof(float));
+    const std::size_t n = o.kv_bytes / per_block;
+    if (n == 0)
+        fail("{} bytes of KV memory hold no block: one block of {} positions takes {} bytes on this model",
+             o.kv_bytes, o.block_size, per_block);
+    if (n > std::size_t(INT_MAX)) fail("{} bytes of KV memory make more blocks than can be counted: ask for less", o.kv_bytes);
+    return int(n);
+}
+
+PagedServingEngine::PagedServingEngine(std::shared_ptr<const Model> model, const PagedOptions& opts)
+    : model_(std::move(model)), prefix_caching_(opts.prefix_caching),
+      cache_(make_paged_kv_cache(*model_, opts.block_size, pool_blocks(model_->config, opts))),
+      prefix_(cache_.blocks, cache_.block_size),
+      st_(make_run_state(model_->config, 64)) {  // 64 rows before the first growth: most decode batches
+    if (opts.threads > 0) omp_set_num_threads(opts.threads);
+    items_.reserve(64);
+}
+
+PagedServingEngine::Sequence& PagedServingEngine::live(int seq) {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) fail("sequence {} is not open (open() it first; close() ends it)", seq);
+    return it->second;
+}
+const PagedServingEngine::Sequence& PagedServingEngine::live(int seq) const {
+    return const_cast<PagedServingEngine*>(this)->live(seq);
+}
+
+int PagedServingEngine::open(int seq, std::span<const int> prompt) {
+    const Config& c = config();
+    if (seqs_.count(seq)) fail("sequence {} is already open: close it first, or give another id", seq);
+    if (prompt.empty()) fail("a request needs at least one prompt token");
+    if (int(prompt.size()) > c.max_seq_len)
+        fail("a request of {} prompt tokens is longer than the context length of {} (shorten the prompt)",
+             prompt.size(), c.max_seq_len);
+    check_tokens(c, prompt);
+    Sequence& s = seqs_[seq];
+    s.tokens.reserve(c.max_seq_len);  // the sequence's growth allocates nothing per step
+    s.table.blocks.reserve(blocks_for(cache_, c.max_seq_len));
+    s.keys.reserve(blocks_for(cache_, c.max_seq_len));
+    if (!prefix_caching_) return 0;
+    // Whole blocks only, and never the last prompt token: its logits pick the first output token.
+    const int max_blocks = (int(prompt.size()) - 1) / block_size();
+    prefix_.match(prompt, max_blocks, s.table.blocks, s.keys);
+    s.table.len = int(s.table.blocks.size()) * block_size();
+    s.tokens.assign(prompt.begin(), prompt.begin() + s.table.len);
+    return s.table.len;
+}
+
+bool PagedServingEngine::reserve(int seq, int len) {
+    Sequence& s = live(seq);
+    if (len > config().max_seq_len)
+        fail("sequence {} asks for {} positions, past the context length of {}", seq, len, config().max_seq_len);
+    return paged_reserve(cache_, s.table, len);
+}
+
+void PagedServingEngine::close(int seq) {
+    paged_release(cache_, live(seq).table);  // cached blocks park, the rest go free
+    seqs_.erase(seq);
+}
+
+int PagedServingEngine::cached_len(int seq) const { return live(seq).table.len; }
+
+const float* PagedServingEngine::step(std::span<const SeqWork> work) {
+    items_.clear();
+    for (const SeqWork& w : work) items_.push_back({&live(w.seq).table, w.tokens, w.logits});
+    const float* logits = forward_batch(*model_, cache_, st_, items_);
+    for (const SeqWork& w : work) {
+        Sequence& s = live(w.seq);
+        s.tokens.insert(s.tokens.end(), w.tokens.begin(), w.tokens.end());
+        if (prefix_caching_) offer_full_blocks(s);
+    }
+    return logits;
+}
+
+// Every block of `s` filled since the last offer goes to the prefix cache,
+// keyed after the block before it.
+void PagedServingEngine::offer_full_blocks(Sequence& s) {
+    const int bs = block_size();
+    for (int i = int(s.keys.size()); (i + 1) * bs <= s.table.len; i++) {
+        const std::uint64_t parent = i > 0 ? s.keys[i - 1] : PrefixCache::kRoot;
+        const auto ids = std::span<const int>(s.tokens).subspan(std::size_t(i) * bs, bs);
+        s.keys.push_back(prefix_.insert(parent, ids, s.table.blocks[i]));
+    }
+}
+
+KvMemoryUse PagedServingEngine::memory_use() const {
+    KvMemoryUse u;
+    const std::size_t per_position = bytes_per_block() / block_size();
+    for (const auto& [id, s] : seqs_) {
+        u.reserved_bytes += s.table.blocks.size() * bytes_per_block();
+        u.used_bytes += std::size_t(s.table.len) * per_position;
+    }
+    return u;
+}
+
+std::unique_ptr<PagedServingEngine> make_paged_serving_engine(std::shared_ptr<const Model> model,
+                                                              const PagedOptions& opts) {
+    return std::make_unique<PagedServingEngine>(std::move(model), opts);
+}
+
+}  // namespace pd::serve

@@ -1,0 +1,74 @@
+// PagedServingEngine: the serving seam (serving_engine.hpp) over the paged KV
+// cache. KV memory is a pool of blocks; each sequence holds a block table
+// that grows a block at a time; full blocks are offered to the prefix cache,
+// so a request starting like an earlier one attaches that one's blocks
+// instead of recomputing them; a step is ONE forward pass (forward_batch)
+// over every sequence's chunk or decode token.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model.hpp"
+#include "engine/prefix_cache.hpp"
+#include "serve/serving_engine.hpp"
+
+namespace pd::serve {
+
+struct PagedOptions {
+    int block_size = 16;         // positions per block
+    int total_blocks = 0;        // blocks in the pool; 0: as many as kv_bytes holds
+    std::size_t kv_bytes = 0;    // KV memory, when total_blocks is 0
+    int threads = 0;             // OpenMP threads for the forward pass (0: as set already)
+    bool prefix_caching = true;  // offer full blocks to the prefix cache, consult it in open()
+};
+
+// Bytes of K/V live sequences hold (blocks) against what they fill (positions);
+// a block shared by several sequences is counted once per sequence.
+struct KvMemoryUse {
+    std::size_t reserved_bytes = 0;
+    std::size_t used_bytes = 0;
+};
+
+class PagedServingEngine final : public ServingEngine {
+public:
+    PagedServingEngine(std::shared_ptr<const Model> model, const PagedOptions& opts);
+
+    const Config& config() const override { return model_->config; }
+    int block_size() const override { return cache_.block_size; }
+    int total_blocks() const override { return cache_.total_blocks(); }
+    int free_blocks() const override { return cache_.blocks.available(); }
+    int open(int seq, std::span<const int> prompt) override;
+    bool reserve(int seq, int len) override;
+    void close(int seq) override;
+    int cached_len(int seq) const override;
+    const float* step(std::span<const SeqWork> work) override;
+
+    KvMemoryUse memory_use() const;
+    std::size_t bytes_per_block() const { return cache_.bytes_per_block(); }
+
+private:
+    struct Sequence {
+        BlockTable table;                  // its blocks; table.len positions cached
+        std::vector<int> tokens;           // (table.len) the ids of the cached positions
+        std::vector<std::uint64_t> keys;   // (full blocks offered) prefix-cache key of each
+    };
+    Sequence& live(int seq);
+    const Sequence& live(int seq) const;
+    void offer_full_blocks(Sequence& s);
+
+    std::shared_ptr<const Model> model_;
+    bool prefix_caching_;
+    PagedKVCache cache_;
+    PrefixCache prefix_;  // refers to cache_.blocks: declared after it
+    RunState st_;
+    std::unordered_map<int, Sequence> seqs_;
+    std::vector<BatchItem> items_;  // (work items) the step's batch, reused
+};
+
+std::unique_ptr<PagedServingEngine> make_paged_serving_engine(std::shared_ptr<const Model> model,
+                                                              const PagedOptions& opts);
+
+}  // namespace pd::serve
