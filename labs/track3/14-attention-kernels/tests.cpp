@@ -248,7 +248,8 @@ void check_against_reference(Inputs& in, int T, int S, const char* phase) {
     const Problem p = random_problem(in, T, S);
     const std::vector<float> want = reference(p);
     const std::string what = fmt::format("{}: {}", phase, describe(p.shape));
-    check_close(run_naive(p), want, kAtol, kRtol, what + ", the kit's naive kernel (if only this fails, the kit is broken)");
+    check_close(run_naive(p), want, kAtol, kRtol,
+                what + ", the kit's naive kernel (if only this fails, the kit is broken, not your code)");
     const std::size_t last_row = std::size_t(T - 1) * p.shape.n_heads * p.shape.D;
     for (int Bc : kTileKeys) {
         const Tiles t{in.integer(1, 20), Bc};
