@@ -97,8 +97,9 @@ Row check_tiles(const std::vector<float>& s, const std::vector<float>& V, const 
                                                 << ", the largest score seen so far, this tile's included");
         CHECK_MESSAGE(std::fabs(st.l - want.l) <= 1e-5 * want.l,
                       at << ": l = " << st.l << ", expected " << want.l
-                         << " = sum of exp(s - m) over every key seen, for the NEW m: the old l must be "
-                            "multiplied by exp(m_old - m_new) before this tile's terms are added");
+                         << " = sum of exp(s - m) over every key seen, for the NEW m (so 1 <= l <= keys "
+                            "seen): each of this tile's terms is exp(s_j - m_new), and the old l must be "
+                            "multiplied by exp(m_old - m_new) before they are added");
         check_close(o.data(), to_float(want.o).data(), D, float(1e-5 * want.l), 1e-4f,
                     at + ": o must be sum of exp(s - m_new) * v over every key seen; rescale the old o by "
                          "exp(m_old - m_new) (0 on the first tile, when m_old = -inf) and add this tile's terms");
