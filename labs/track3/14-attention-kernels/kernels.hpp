@@ -34,7 +34,7 @@ struct Tiles {
 // Heads run in parallel on the OpenMP threads, one head per thread at a time,
 // each thread with its own scratch, allocated for this call. Both return that
 // scratch in bytes, per thread (what one head's work needs):
-//   naive: T * S floats, the score matrix;  tiled: Br * Bc floats plus Br RowStates.
+//   naive: T * S floats, the score matrix;  tiled: R * Bc floats plus R RowStates, R = min(Br, T).
 // Throw std::invalid_argument on a shape or tiles outside the comments above.
 std::size_t naive_attention(float* out, const float* q, const float* K, const float* V, const AttentionShape& s);
 std::size_t tiled_attention(float* out, const float* q, const float* K, const float* V, const AttentionShape& s,

@@ -318,7 +318,8 @@ void add_options(CLI::App& app, Options& o) {
         ->delimiter(',')->capture_default_str();
     app.add_option("--sweeps", o.sweeps, "which sweeps: prefill, decode, tiles")->delimiter(',')->capture_default_str();
     app.add_option("--heads", o.heads, "query heads")->capture_default_str();
-    app.add_option("--kv-heads", o.kv_heads, "KV heads (GQA: heads / kv-heads queries share one)")->capture_default_str();
+    app.add_option("--kv-heads", o.kv_heads, "KV heads (GQA: heads / kv-heads queries share one)")
+        ->capture_default_str();
     app.add_option("--head-dim", o.head_dim, "head dimension D")->capture_default_str();
     app.add_option("--br", o.tiles.Br, "tiled kernel: query rows per block")->capture_default_str();
     app.add_option("--bc", o.tiles.Bc, "tiled kernel: keys per tile")->capture_default_str();

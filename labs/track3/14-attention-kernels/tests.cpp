@@ -97,8 +97,9 @@ Row check_tiles(const std::vector<float>& s, const std::vector<float>& V, const 
                                                 << ", the largest score seen so far, this tile's included");
         CHECK_MESSAGE(std::fabs(st.l - want.l) <= 1e-5 * want.l,
                       at << ": l = " << st.l << ", expected " << want.l
-                         << " = sum of exp(s - m) over every key seen, for the NEW m: the old l must be "
-                            "multiplied by exp(m_old - m_new) before this tile's terms are added");
+                         << " = sum of exp(s - m) over every key seen, for the NEW m (so 1 <= l <= keys "
+                            "seen): each of this tile's terms is exp(s_j - m_new), and the old l must be "
+                            "multiplied by exp(m_old - m_new) before they are added");
         check_close(o.data(), to_float(want.o).data(), D, float(1e-5 * want.l), 1e-4f,
                     at + ": o must be sum of exp(s - m_new) * v over every key seen; rescale the old o by "
                          "exp(m_old - m_new) (0 on the first tile, when m_old = -inf) and add this tile's terms");
@@ -248,7 +249,8 @@ void check_against_reference(Inputs& in, int T, int S, const char* phase) {
     const Problem p = random_problem(in, T, S);
     const std::vector<float> want = reference(p);
     const std::string what = fmt::format("{}: {}", phase, describe(p.shape));
-    check_close(run_naive(p), want, kAtol, kRtol, what + ", the kit's naive kernel (if only this fails, the kit is broken)");
+    check_close(run_naive(p), want, kAtol, kRtol,
+                what + ", the kit's naive kernel (if only this fails, the kit is broken, not your code)");
     const std::size_t last_row = std::size_t(T - 1) * p.shape.n_heads * p.shape.D;
     for (int Bc : kTileKeys) {
         const Tiles t{in.integer(1, 20), Bc};
