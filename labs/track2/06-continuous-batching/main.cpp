@@ -164,6 +164,8 @@ int run(Options& o) {
     j["model"] = o.lab.model;
     j["hardware"] = e.hardware();
     j["rates"] = sweep_rates(e, o, s.loaded.tokenizer, ok);
+    j["rates_swept"] = o.rates;
+    j["same_tokens"] = ok;
     write_csv(o.out, j["rates"]);
     lab::write_lab_json(o.lab, j);
     draw_plots(o.out, o.no_plot);
