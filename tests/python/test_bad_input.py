@@ -42,9 +42,15 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   unknown_option         generate  frobnicate
   unknown_command        -         frobnicate|command|usage
   device_cuda            generate  cuda|gpu      (skipped when this machine has an NVIDIA GPU)
+  draft_vocab_mismatch   generate  vocabulary|vocab   (--draft tiny-draft: 1497 ids against 320)
+  speculate_0            generate  speculate|at least 1
+  speculate_past_context generate  context      (--speculate 40 on a 32-position model)
+  speculate_no_draft     generate  draft
   serve_*                serve-sim a malformed trace line, an unknown key, a request longer than
                                    the context, a token budget of 0, --engine paged (not built),
                                    a bad --goodput or --output-len
+
+In the --draft cases, @MODEL stands for the case's own checkpoint folder.
 
 Hostile files (issue #19), all with `info`; `--list` prints each with its keyword:
   *_deep                 a 100,000-deep nested array in tokenizer.json (vocab, merges), config.json
@@ -404,6 +410,11 @@ CASES = [
     ("unknown_option", good_llama, "generate", ["--frobnicate"], r"frobnicate"),
     ("unknown_command", good_llama, "frobnicate", [], r"frobnicate|command|usage"),
     ("device_cuda", good_llama, "generate", ["--device", "cuda"], r"cuda|gpu"),
+    # speculative decoding (issue #17)
+    ("draft_vocab_mismatch", good_llama, "generate", ["--draft", "tiny-draft", "--speculate", "2"], r"vocabulary|vocab"),
+    ("speculate_0", good_llama, "generate", ["--draft", "@MODEL", "--speculate", "0"], r"speculate|at least 1"),
+    ("speculate_past_context", good_llama, "generate", ["--draft", "@MODEL", "--speculate", "40"], r"context"),
+    ("speculate_no_draft", good_llama, "generate", ["--speculate", "3"], r"draft"),
     # hostile files (issue #19): deep nesting, non-regular files, wrong types, narrowing, shard escapes
     ("tokenizer_deep_vocab", with_tokenizer(tiny_tokenizer_json(vocab=', "z": ' + deep_array())), "info", [],
      r"nest|deep"),
@@ -498,7 +509,7 @@ def build_cmd(pdlab, command, model, extra, work, name):
         for flag, value in (("--prompt-len", "fixed:4"), ("--output-len", "fixed:2")):
             if flag not in extra and not os.path.exists(trace):
                 cmd += [flag, value]
-    return cmd + extra
+    return cmd + [model if x == "@MODEL" else x for x in extra]
 
 
 def main():
