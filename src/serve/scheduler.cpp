@@ -153,7 +153,7 @@ void Scheduler::reserve_batch() {
         // again is a no-op), so start over without the preempted sequence.
         const int victim = running_.back();
         if (running_.size() == 1)
-            fail("request {} needs more KV-cache blocks than the engine has ({} of {} positions); "
+            fail("request {} needs more KV-cache blocks than the engine has ({} blocks of {} positions); "
                  "give it more memory or shorten the request",
                  pool_[std::size_t(id)].request, engine_.total_blocks(), engine_.block_size());
         preempt(victim);

@@ -35,7 +35,7 @@ constexpr const char* kDefaultModel =
 struct Options {
     cli::CommonOptions lab;
     std::vector<double> rates = {2, 8, 20};
-    int num_requests = 64;
+    int num_requests = 128;
     std::uint64_t seed = 1;
     std::string prompt_len = "uniform:16:64", output_len = "lognormal:24:1.4:2:384";
     serve::StepLimits limits{8, 256, false};
@@ -164,6 +164,8 @@ int run(Options& o) {
     j["model"] = o.lab.model;
     j["hardware"] = e.hardware();
     j["rates"] = sweep_rates(e, o, s.loaded.tokenizer, ok);
+    j["rates_swept"] = o.rates;
+    j["same_tokens"] = ok;
     write_csv(o.out, j["rates"]);
     lab::write_lab_json(o.lab, j);
     draw_plots(o.out, o.no_plot);
