@@ -323,7 +323,7 @@ def case_loadgen(server, pdlab):
 def case_sigterm(server):
     c = server.conn(60)
     c.request("POST", "/v1/completions",
-              body=json.dumps({"prompt": [1], "max_tokens": 60, "ignore_eos": True, "stream": True}).encode())
+              body=json.dumps({"prompt": [1], "max_tokens": 30, "ignore_eos": True, "stream": True}).encode())
     r = c.getresponse()
     first = r.readline()
     assert first.startswith(b"data: "), first
@@ -335,6 +335,7 @@ def case_sigterm(server):
     except ConnectionRefusedError:
         refused = True
     rest = first + r.read()
+    c.close()
     assert rest.rstrip().endswith(b"data: [DONE]"), f"the stream in flight must finish: ...{rest[-120:]!r}"
     assert refused, "after SIGTERM new connections must be refused"
     code = server.proc.wait(30)
