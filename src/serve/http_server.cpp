@@ -149,7 +149,7 @@ void HttpServer::stream(std::shared_ptr<Job> job, const ResponseMeta& meta, http
     res.set_chunked_content_provider(
         "text/event-stream",
         [job, meta, generated, prompt_tokens](std::size_t, httplib::DataSink& sink) {
-            std::optional<TokenEvent> e = job->next(kPoll);
+            std::optional<StreamEvent> e = job->next(kPoll);
             if (!e) return true;  // nothing yet: httplib calls again
             *generated += e->tokens;
             std::string out;
@@ -173,7 +173,7 @@ void HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Resp
     std::string text;
     int generated = 0;
     for (;;) {
-        std::optional<TokenEvent> e = job.next(kPoll);
+        std::optional<StreamEvent> e = job.next(kPoll);
         if (!e) continue;
         text += e->text;
         generated += e->tokens;
