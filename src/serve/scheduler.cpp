@@ -29,12 +29,16 @@ const char* finish_reason_name(FinishReason r) {
     return "?";
 }
 
+void check_limits(const StepLimits& lim) {
+    if (lim.max_seqs < 1) fail("--max-seqs must be at least 1, got {}", lim.max_seqs);
+    if (lim.max_tokens_per_step < 1)
+        fail("the token budget per step (--max-tokens-per-step) must be at least 1 token, got {}",
+             lim.max_tokens_per_step);
+}
+
 Scheduler::Scheduler(ServingEngine& engine, StepPolicy& policy, SchedulerConfig cfg)
     : engine_(engine), policy_(policy), cfg_(std::move(cfg)) {
-    if (cfg_.limits.max_seqs < 1) fail("--max-seqs must be at least 1, got {}", cfg_.limits.max_seqs);
-    if (cfg_.limits.max_tokens_per_step < 1)
-        fail("the token budget per step (--max-tokens-per-step) must be at least 1 token, got {}",
-             cfg_.limits.max_tokens_per_step);
+    check_limits(cfg_.limits);
     if (cfg_.max_model_len < 1) fail("the context must hold at least 1 position");
 }
 

@@ -55,6 +55,9 @@ struct SchedulerConfig {
     std::function<std::string(int)> token_text;  // a token's text, for stop strings
 };
 
+// UserError unless max_seqs >= 1 and the token budget >= 1.
+void check_limits(const StepLimits& lim);
+
 // What the last step ran (for progress lines and the labs).
 struct StepCounts {
     int decode_rows = 0, prefill_items = 0, prefill_tokens = 0, preempted = 0;
