@@ -160,7 +160,10 @@ void HttpServer::stream(std::shared_ptr<Job> job, const ResponseMeta& meta, http
                 out += "data: [DONE]\n\n";
             }
             // A failed write means the client has gone: stop generating for it.
-            if (!out.empty() && !sink.write(out.data(), out.size())) return job->cancel(), false;
+            if (!out.empty() && !sink.write(out.data(), out.size())) {
+                job->cancel();
+                return false;
+            }
             if (!e->finish_reason.empty()) sink.done();
             return true;
         },

@@ -22,6 +22,7 @@ each case is bounded in time and stops by itself:
   loadgen             `pdlab loadgen` against this server: 8 requests, all completed, its
                       JSON (vLLM's keys) counts exactly the tokens asked for; a bad --url
                       or --goodput exits 2 with a message
+  port_in_use         a second server on the same port exits 2 naming --port
   sigterm             SIGTERM mid-stream: the stream still ends with [DONE], new
                       connections are refused, the server exits 0
 
@@ -320,6 +321,13 @@ def case_loadgen(server, pdlab):
         assert bad.returncode == 2 and "error" in bad.stderr, f"{flags}: exit {bad.returncode}, {bad.stderr!r}"
 
 
+def case_port_in_use(server, pdlab):
+    run = subprocess.run([pdlab, "serve", "--port", str(server.port), "--threads", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--port" in run.stderr, \
+        f"a taken port must exit 2 with a message naming --port: exit {run.returncode}, {run.stderr[-300:]!r}"
+
+
 def case_sigterm(server):
     c = server.conn(60)
     c.request("POST", "/v1/completions",
@@ -343,7 +351,8 @@ def case_sigterm(server):
 
 
 CASES = [case_stream_well_formed, case_non_stream_usage, case_bad_requests, case_body_too_large,
-         case_slow_loris, case_disconnects, case_load, case_loadgen, case_sigterm]
+         case_slow_loris, case_disconnects, case_load, case_loadgen, case_port_in_use,
+         case_sigterm]
 
 
 def main():
@@ -360,7 +369,7 @@ def main():
                 continue
             t0 = time.monotonic()
             try:
-                case(server, a.pdlab) if case is case_loadgen else case(server)
+                case(server, a.pdlab) if case in (case_loadgen, case_port_in_use) else case(server)
                 print(f"ok    serve.{name} ({time.monotonic() - t0:.1f} s)")
             except AssertionError as e:
                 failed.append(name)
