@@ -149,7 +149,7 @@ void HttpServer::stream(std::shared_ptr<Job> job, const ResponseMeta& meta, http
     res.set_chunked_content_provider(
         "text/event-stream",
         [job, meta, generated, prompt_tokens](std::size_t, httplib::DataSink& sink) {
-            std::optional<TokenEvent> e = job->next(kPoll);
+            std::optional<StreamEvent> e = job->next(kPoll);
             if (!e) return true;  // nothing yet: httplib calls again
             *generated += e->tokens;
             std::string out;
@@ -160,7 +160,10 @@ void HttpServer::stream(std::shared_ptr<Job> job, const ResponseMeta& meta, http
                 out += "data: [DONE]\n\n";
             }
             // A failed write means the client has gone: stop generating for it.
-            if (!out.empty() && !sink.write(out.data(), out.size())) return job->cancel(), false;
+            if (!out.empty() && !sink.write(out.data(), out.size())) {
+                job->cancel();
+                return false;
+            }
             if (!e->finish_reason.empty()) sink.done();
             return true;
         },
@@ -173,7 +176,7 @@ void HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Resp
     std::string text;
     int generated = 0;
     for (;;) {
-        std::optional<TokenEvent> e = job.next(kPoll);
+        std::optional<StreamEvent> e = job.next(kPoll);
         if (!e) continue;
         text += e->text;
         generated += e->tokens;

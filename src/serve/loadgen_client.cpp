@@ -100,7 +100,7 @@ StreamResult send_streaming(const Endpoint& to, const TraceRequest& r, const Cli
     };
     out.timing.arrival_s = since(run_start);
     const httplib::Result res = client.send(req);
-    if (!res) out.error = "no answer: " + httplib::to_string(res.error());
+    if (!res) out.error = "no answer (" + httplib::to_string(res.error()) + " error)";
     else if (res->status != 200) out.error = fmt::format("HTTP {}: {}", res->status, raw.substr(0, 300));
     else if (out.timing.token_s.empty() && out.error.empty()) out.error = "the stream carried no token";
     if (out.output_tokens == 0) out.output_tokens = int(out.timing.token_s.size());

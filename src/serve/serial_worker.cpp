@@ -87,7 +87,7 @@ void SerialWorker::run(Job& job) {
         if (g.generated == 0) metrics_.first_token(seconds(now - job.received), prefill_s);
         else metrics_.next_token(seconds(now - g.last_token));
         g.last_token = now;
-        TokenEvent e = token_event(g, job, id);
+        StreamEvent e = token_event(g, job, id);
         finish = e.finish_reason;
         job.emit(std::move(e));
         if (!finish.empty()) break;
@@ -98,10 +98,10 @@ void SerialWorker::run(Job& job) {
     metrics_.finished(finish, int(r.prompt.size()), g.generated, true);
 }
 
-TokenEvent SerialWorker::token_event(Generation& g, const Job& job, int id) const {
+StreamEvent SerialWorker::token_event(Generation& g, const Job& job, int id) const {
     const CompletionRequest& r = job.request;
     g.generated += 1;
-    TokenEvent e;
+    StreamEvent e;
     if (id == engine_.config().eos_id && !r.ignore_eos) {
         e.text = g.stops.push(g.decoder.flush()) + g.stops.flush();
         e.finish_reason = "stop";

@@ -31,7 +31,7 @@ private:
     void loop();
     void run(Job& job);
     // Turns token `id` into the event the client gets; sets its finish_reason when it ends the request.
-    TokenEvent token_event(Generation& g, const Job& job, int id) const;
+    StreamEvent token_event(Generation& g, const Job& job, int id) const;
     void publish_kv_blocks();
 
     Engine& engine_;

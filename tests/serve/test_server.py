@@ -19,6 +19,10 @@ each case is bounded in time and stops by itself:
   load                16 concurrent streaming clients for LOAD_SECONDS: every stream well
                       formed, no request lost or duplicated, resident memory after warm-up
                       grows by less than RSS_GROWTH_KB
+  loadgen             `pdlab loadgen` against this server: 8 requests, all completed, its
+                      JSON (vLLM's keys) counts exactly the tokens asked for; a bad --url
+                      or --goodput exits 2 with a message
+  port_in_use         a second server on the same port exits 2 naming --port
   sigterm             SIGTERM mid-stream: the stream still ends with [DONE], new
                       connections are refused, the server exits 0
 
@@ -298,10 +302,36 @@ def case_load(server):
     assert growth < RSS_GROWTH_KB, f"resident memory grew {growth} kB under steady load (bound {RSS_GROWTH_KB})"
 
 
+def case_loadgen(server, pdlab):
+    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"loadgen-{os.getpid()}.json")
+    run = subprocess.run([pdlab, "loadgen", "--url", f"http://127.0.0.1:{server.port}", "--rate", "inf",
+                          "--num-requests", "8", "--prompt-len", "fixed:8", "--output-len", "fixed:6",
+                          "--ignore-eos", "--goodput", "60000,60000", "--json", out],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"loadgen failed: {run.stderr[-400:]}"
+    assert "Time to First Token" in run.stdout, run.stdout
+    with open(out) as f:
+        j = json.load(f)
+    os.unlink(out)
+    assert j["completed"] == 8 and j["total_input_tokens"] == 64 and j["total_output_tokens"] == 48, \
+        f"8 requests of 8 prompt and 6 output tokens: {j}"
+    assert j["request_goodput"] == j["request_throughput"], "every request meets a 60 s limit"
+    for flags in (["--url", "ftp://x"], ["--goodput", "fast"]):
+        bad = subprocess.run([pdlab, "loadgen", *flags], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "error" in bad.stderr, f"{flags}: exit {bad.returncode}, {bad.stderr!r}"
+
+
+def case_port_in_use(server, pdlab):
+    run = subprocess.run([pdlab, "serve", "--port", str(server.port), "--threads", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--port" in run.stderr, \
+        f"a taken port must exit 2 with a message naming --port: exit {run.returncode}, {run.stderr[-300:]!r}"
+
+
 def case_sigterm(server):
     c = server.conn(60)
     c.request("POST", "/v1/completions",
-              body=json.dumps({"prompt": [1], "max_tokens": 60, "ignore_eos": True, "stream": True}).encode())
+              body=json.dumps({"prompt": [1], "max_tokens": 30, "ignore_eos": True, "stream": True}).encode())
     r = c.getresponse()
     first = r.readline()
     assert first.startswith(b"data: "), first
@@ -313,6 +343,7 @@ def case_sigterm(server):
     except ConnectionRefusedError:
         refused = True
     rest = first + r.read()
+    c.close()
     assert rest.rstrip().endswith(b"data: [DONE]"), f"the stream in flight must finish: ...{rest[-120:]!r}"
     assert refused, "after SIGTERM new connections must be refused"
     code = server.proc.wait(30)
@@ -320,7 +351,8 @@ def case_sigterm(server):
 
 
 CASES = [case_stream_well_formed, case_non_stream_usage, case_bad_requests, case_body_too_large,
-         case_slow_loris, case_disconnects, case_load, case_sigterm]
+         case_slow_loris, case_disconnects, case_load, case_loadgen, case_port_in_use,
+         case_sigterm]
 
 
 def main():
@@ -337,7 +369,7 @@ def main():
                 continue
             t0 = time.monotonic()
             try:
-                case(server)
+                case(server, a.pdlab) if case in (case_loadgen, case_port_in_use) else case(server)
                 print(f"ok    serve.{name} ({time.monotonic() - t0:.1f} s)")
             except AssertionError as e:
                 failed.append(name)
