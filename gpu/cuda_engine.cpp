@@ -20,6 +20,7 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "engine/kv_cache.hpp"
 #include "engine/ops.hpp"
 #include "engine/request.hpp"
 
@@ -172,6 +173,12 @@ public:
     void reset(int slot) override {
         check_slot(slot, cache_.batch);
         cache_.seq_len[slot] = 0;
+    }
+    // The rows past `len` stay on the device unread; the host's lengths say where
+    // the next pass writes (the same rule as the CPU's kv_truncate).
+    void truncate(int slot, int len) override {
+        check_truncate(cache_.seq_len, slot, len);
+        cache_.seq_len[slot] = len;
     }
 
     double time_ms(const std::function<void()>& work) override {

@@ -43,6 +43,7 @@ public:
     int batch() const override { return cache_.batch; }
     int max_seq() const override { return cache_.max_seq; }
     void reset(int slot) override { kv_reset(cache_, slot); }
+    void truncate(int slot, int len) override { kv_truncate(cache_, slot, len); }
     double time_ms(const std::function<void()>& work) override {
         double t0 = now_ms();
         work();
@@ -76,6 +77,7 @@ std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const En
     if (opts.device == Device::cuda) {
         std::string why;
         if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
+        if (is_int8(model->precision)) fail("int8 weights run on the CPU only: the CUDA backend has no int8 kernels yet");
 #ifdef PDLAB_HAVE_CUDA
         return make_cuda_engine(std::move(model), opts);
 #endif

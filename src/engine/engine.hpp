@@ -37,6 +37,10 @@ public:
     virtual int batch() const = 0;
     virtual int max_seq() const = 0;
     virtual void reset(int slot) = 0;  // forget a sequence
+    // Keep only the first `len` positions of a sequence (kv_truncate): the next
+    // prefill or decode continues at position `len`. Speculative decoding rolls
+    // rejected draft tokens back with it. UserError unless 0 <= len <= cache_len(slot).
+    virtual void truncate(int slot, int len) = 0;
 
     // Runs `work` and returns how long the device took, in ms. CPU: the
     // monotonic clock. GPU: CUDA events recorded around the work, then a

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,17 @@ void kv_write(KVCache& c, int layer, int b, int pos, const float* k_new, const f
 
 // Forgets sequence b (its slot can take a new request); UserError if there is no slot b.
 void kv_reset(KVCache& c, int b);
+
+// Rolls sequence b back to its first `len` positions, as if the tokens after
+// them had never been fed (speculative decoding drops rejected draft tokens
+// this way). Nothing is cleared: rows past `len` are no longer read, and the
+// next token is written at `len`. UserError if there is no slot b or `len` is
+// outside [0, seq_len[b]] (a cache cannot grow by truncation).
+void kv_truncate(KVCache& c, int b, int len);
+
+// The checks kv_truncate makes, for a cache kept elsewhere (the CUDA engine's
+// DeviceKVCache keeps its lengths on the host too): seq_len is (batch).
+void check_truncate(std::span<const int> seq_len, int b, int len);
 
 // "[1, 8, 5, 64]": the usable K (or V) shape of sequence b in one layer.
 std::string kv_shape_str(const KVCache& c, int b);

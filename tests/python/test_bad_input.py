@@ -42,6 +42,15 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   unknown_option         generate  frobnicate
   unknown_command        -         frobnicate|command|usage
   device_cuda            generate  cuda|gpu      (skipped when this machine has an NVIDIA GPU)
+  draft_vocab_mismatch   generate  vocabulary|vocab   (--draft tiny-draft: 1497 ids against 320)
+  speculate_0            generate  speculate|at least 1
+  speculate_past_context generate  context      (--speculate 40 on a 32-position model)
+  speculate_no_draft     generate  draft
+  serve_*                serve-sim a malformed trace line, an unknown key, a request longer than
+                                   the context, a token budget of 0, --engine paged (not built),
+                                   a bad --goodput or --output-len
+
+In the --draft cases, @MODEL stands for the case's own checkpoint folder.
 
 Hostile files (issue #19), all with `info`; `--list` prints each with its keyword:
   *_deep                 a 100,000-deep nested array in tokenizer.json (vocab, merges), config.json
@@ -401,6 +410,11 @@ CASES = [
     ("unknown_option", good_llama, "generate", ["--frobnicate"], r"frobnicate"),
     ("unknown_command", good_llama, "frobnicate", [], r"frobnicate|command|usage"),
     ("device_cuda", good_llama, "generate", ["--device", "cuda"], r"cuda|gpu"),
+    # speculative decoding (issue #17)
+    ("draft_vocab_mismatch", good_llama, "generate", ["--draft", "tiny-draft", "--speculate", "2"], r"vocabulary|vocab"),
+    ("speculate_0", good_llama, "generate", ["--draft", "@MODEL", "--speculate", "0"], r"speculate|at least 1"),
+    ("speculate_past_context", good_llama, "generate", ["--draft", "@MODEL", "--speculate", "40"], r"context"),
+    ("speculate_no_draft", good_llama, "generate", ["--speculate", "3"], r"draft"),
     # hostile files (issue #19): deep nesting, non-regular files, wrong types, narrowing, shard escapes
     ("tokenizer_deep_vocab", with_tokenizer(tiny_tokenizer_json(vocab=', "z": ' + deep_array())), "info", [],
      r"nest|deep"),
@@ -443,6 +457,31 @@ CASES = [
 ]
 
 
+def with_trace(*lines):
+    """The good checkpoint, with trace.jsonl (these lines) in its folder for serve-sim."""
+    def mk(d):
+        good_llama(d)
+        with open(os.path.join(d, "trace.jsonl"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return d
+    return mk
+
+
+GOOD_LINE = '{"id": 0, "arrival_s": 0, "prompt_ids": [1, 2, 3], "max_tokens": 2}'
+CASES += [
+    ("serve_trace_malformed", with_trace(GOOD_LINE, '{"id": 1, "prompt_ids": [1, 2'), "serve-sim", [],
+     r"line 2"),
+    ("serve_trace_unknown_key", with_trace('{"id": 1, "prompt_ids": [1], "max_token": 2}'), "serve-sim", [],
+     r"unknown key"),
+    ("serve_request_too_long", with_trace('{"id": 4, "prompt_ids": [%s], "max_tokens": 2}'
+                                          % ",".join(["7"] * (CTX + 1))), "serve-sim", [], r"context"),
+    ("serve_budget_0", good_llama, "serve-sim", ["--max-tokens-per-step", "0"], r"budget|tokens-per-step"),
+    ("serve_engine_paged", good_llama, "serve-sim", ["--engine", "paged"], r"paged"),
+    ("serve_goodput_bad", good_llama, "serve-sim", ["--goodput", "ttfb:5"], r"goodput"),
+    ("serve_output_len_bad", good_llama, "serve-sim", ["--output-len", "gauss:3"], r"output-len"),
+]
+
+
 def has_nvidia_gpu():
     if os.path.exists("/dev/nvidia0"):
         return True
@@ -464,7 +503,13 @@ def build_cmd(pdlab, command, model, extra, work, name):
         cmd += ([] if has_ids else ["--prompt-ids", IDS]) + ["--greedy", "--json", os.path.join(work, name + ".json")]
         if "-n" not in extra:
             cmd += ["-n", "4"]
-    return cmd + extra
+    elif command == "serve-sim":
+        trace = os.path.join(model, "trace.jsonl")
+        cmd += ["--quiet"] + (["--trace", trace] if os.path.exists(trace) else ["--num-requests", "2", "--rate", "inf"])
+        for flag, value in (("--prompt-len", "fixed:4"), ("--output-len", "fixed:2")):
+            if flag not in extra and not os.path.exists(trace):
+                cmd += [flag, value]
+    return cmd + [model if x == "@MODEL" else x for x in extra]
 
 
 def main():

@@ -78,6 +78,7 @@ public:
     int batch() const override { return e_->batch(); }
     int max_seq() const override { return e_->max_seq(); }
     void reset(int slot) override { e_->reset(slot); }
+    void truncate(int slot, int len) override { e_->truncate(slot, len); }
     double time_ms(const std::function<void()>& work) override {
         timers_open++;
         decodes_in_this_timer = 0;

@@ -117,6 +117,7 @@ public:
     int batch() const override { return e_->batch(); }
     int max_seq() const override { return e_->max_seq(); }
     void reset(int slot) override { e_->reset(slot); }
+    void truncate(int slot, int len) override { e_->truncate(slot, len); }
     double time_ms(const std::function<void()>& work) override { return e_->time_ms(work); }
     std::string timing_method() const override { return e_->timing_method(); }
     const Model& host_model() const override { return e_->host_model(); }
@@ -147,6 +148,7 @@ public:
     int batch() const override { return 8; }
     int max_seq() const override { return 8; }
     void reset(int) override {}
+    void truncate(int, int) override {}
     double time_ms(const std::function<void()>& work) override {
         work();
         return 0;
