@@ -41,6 +41,8 @@ targets=${TARGETS:-}
 if [ -n "${RESULTS:-}" ]; then
     tmp=$RESULTS
     mkdir -p "$tmp"
+    # A kept folder from an earlier run: its numbers must not pass for this run's.
+    rm -f "$tmp"/*.log "$tmp"/*.json "$tmp"/*.md
 else
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT

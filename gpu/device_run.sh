@@ -13,8 +13,10 @@
 #   3. always writes $OUT/report.md (check.sh's report, or what exists of it),
 #      $OUT/device_run.log and $OUT/results.tar.gz (every log and JSON)
 #
-# With the device tool:  run command "gpu/device_run.sh", carry [".device"],
-# timeout_s 600. Where no GPU is visible it says so, the build and the host
+# With the device tool:  run command "gpu/device_run.sh",
+# carry [".device/debs", ".device/COMMIT"], timeout_s 600 (not all of .device:
+# a dry run's build folder there belongs to this checkout's path). A second
+# call on a still-warm machine reuses the build folder it left there. Where no GPU is visible it says so, the build and the host
 # tests still run, and every GPU step skips (exit 77).
 #
 #   env: OUT=.device/out     where the report goes (the device tool sets it)
@@ -118,7 +120,17 @@ collect() {
     say "done in $(elapsed) s: $out/report.md, $out/results.tar.gz, $out/device_run.log"
 }
 
+# A build folder configured in another checkout (its paths are absolute) cannot be reused.
+drop_foreign_build() {
+    if [ -f "$build/build.ninja" ] && ! grep -qF -- "--internal regenerate $PWD " "$build/build.ninja"; then
+        say "$build was configured in another checkout: starting it afresh"
+        rm -rf "$build"
+        mkdir -p "$results"
+    fi
+}
+
 main() {
+    drop_foreign_build
     unpack_bundle || { collect; return 2; }
     bundle_env
     describe_machine

@@ -6,8 +6,9 @@
 #   .device/debs/*.deb   the packages below (apt-get download: nothing is installed)
 #   .device/COMMIT       the commit they were prepared at
 #
-# .device/ is ignored by git; the device tool carries it (carry [".device"]),
-# within its 64 MiB limit for the working tree and carried paths together.
+# .device/ is ignored by git; the device tool carries the two paths above
+# (carry [".device/debs", ".device/COMMIT"]), within its 64 MiB limit for the
+# working tree and carried paths together.
 #
 #   gpu/prepare_device_bundle.sh [--dry-run]
 #
