@@ -5,40 +5,105 @@
 #   1. configure a build with -Dcuda=enabled and build it
 #   2. meson test --suite gpu (every kernel vs its CPU twin, GPU vs CPU model)
 #   3. measure the card: copy bandwidth, cuBLAS bf16 GEMM rate
-#   4. the attention dev harnesses (validated, then timed)
+#   4. the dev harnesses (validated, then timed): the bf16 GEMV of decode's
+#      products at M = 1, decode and prefill attention
 #   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16) and
 #      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps)
 #   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
 #        decode  ms/token <= 1.5 x (weight bytes / measured bandwidth)
 #        prefill FLOP/s   >= 0.5 x measured cuBLAS bf16 GEMM rate
 #   7. pdlab compare (CPU vs GPU side by side)
-# and prints one summary table. Everything, summary first, goes to the report
-# file (default docs/gpu-results.md), headed by the date and the card.
+#   8. labs 02 and 05 on both devices, side by side (what ./kit compare 02 / 05 print)
+# and prints one summary table and each step's time. Everything, summary
+# first, goes to the report file (default docs/gpu-results.md), headed by the
+# date, the card, the driver and nvcc.
 # About 5-8 minutes on a 16-core machine, most of it the build.
 #
-#   gpu/check.sh [REPORT]        env: BUILD=build-gpu  JOBS=$(nproc)
+#   gpu/check.sh [REPORT]
+#   env: BUILD=build-gpu  JOBS=$(nproc)
+#        TARGETS="..."  ninja targets to build (default: all)
+#        BUDGET_S=N     stop starting steps after N seconds: a step gets at most
+#                       the time left, later steps are skipped and listed (0: none)
+#        RESULTS=DIR    keep every log and JSON there (default: a temporary folder)
 #
 # A failing step is recorded and the script goes on with the next one; it
-# exits 1 if any step failed or a target was missed, 0 otherwise.
+# exits 1 if any step failed or a target was missed, 0 otherwise. A step that
+# skips (exit 77: no usable GPU) while nvidia-smi sees a GPU counts as failed:
+# the card is there and this build cannot use it.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 report=${1:-docs/gpu-results.md}
 build=${BUILD:-build-gpu}
 jobs=${JOBS:-$(nproc)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+budget=${BUDGET_S:-0}
+targets=${TARGETS:-}
+if [ -n "${RESULTS:-}" ]; then
+    tmp=$RESULTS
+    mkdir -p "$tmp"
+else
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+fi
 full="$tmp/full.md"
 summary="$tmp/summary.md"
+timings="$tmp/timings.md"
+: >"$full"
+printf '| step | exit | seconds |\n|---|---|---|\n' >"$timings"
 failed=0
+over_budget=0
 started=$(date +%s)
 
+# meson finds the CUDA compiler through PATH, and the toolkit's usual home is
+# often not on it.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="$PATH:/usr/local/cuda/bin"
+fi
+
+# The card, the driver (and the newest CUDA it runs) and the toolkit: a driver
+# older than nvcc's runtime is the usual reason a visible GPU cannot be used.
+card=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -n1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
+driver_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n1)
+toolkit=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 (\2)/p')
+gpu_visible=0
+nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && gpu_visible=1
+[ -n "$card" ] || card="none: nvidia-smi found no GPU"
+versions="nvcc ${toolkit:-not found}; driver ${driver:-none} (runs CUDA up to ${driver_cuda:-?})"
+echo "card: $card" >&2
+echo "$versions" >&2
+if [ "$gpu_visible" -eq 0 ]; then
+    echo "NO GPU FOUND (nvidia-smi sees none): the build and host tests run; every GPU step skips (exit 77)" >&2
+fi
+
+# A message nobody can miss, on the terminal and in the summary.
+loud() {
+    printf '\n!!!!! %s\n\n' "$*" >&2
+    echo "- **$***" >>"$tmp/alerts.md"
+}
+
+# Seconds this run may still spend (a large number without a budget).
+time_left() {
+    [ "$budget" -gt 0 ] || { echo 1000000; return; }
+    echo $(( budget - ($(date +%s) - started) ))
+}
+
 # Runs a step: its output is shown, kept in $tmp/LOG and appended with the
-# command line to the full log; a non-zero exit (77, skip, aside) is counted.
+# command line to the full log; its time goes to the timings table. A non-zero
+# exit counts as a failure, except 77 (skip) where no GPU is visible. Within
+# a budget, the step gets at most the time left; none left: skipped.
 # Usage: step TITLE TIMEOUT_S LOG CMD...
 step() {
-    local title=$1 limit=$2 out="$tmp/$3" rc t0
+    local title=$1 limit=$2 out="$tmp/$3" rc t0 left
     shift 3
+    left=$(time_left)
+    if [ "$left" -le 5 ]; then
+        echo "== $title: skipped, the ${budget} s budget is spent" >&2
+        echo "| $title | skipped: budget spent | |" >>"$timings"
+        over_budget=$((over_budget + 1))
+        return 1
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
     echo "== $title" >&2
     t0=$(date +%s)
     timeout "$limit" "$@" 2>&1 | tee "$out" >&2
@@ -53,7 +118,11 @@ step() {
         echo "(exit $rc, $(( $(date +%s) - t0 )) s)"
         echo '```'
     } >>"$full"
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+    echo "| $title | $rc | $(( $(date +%s) - t0 )) |" >>"$timings"
+    if [ "$rc" -eq 77 ] && [ "$gpu_visible" -eq 1 ]; then
+        loud "$title SKIPPED although nvidia-smi sees a GPU: this build cannot use the card (see its log)"
+        failed=$((failed + 1))
+    elif [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
         failed=$((failed + 1))
         echo "   step failed with exit $rc" >&2
     fi
@@ -65,60 +134,95 @@ json_num() { sed -n "s/^ *\"$2\": \(-\{0,1\}[0-9.eE+-]*\),\{0,1\}$/\1/p" "$1" 2>
 # The value of "RESULT key=value" in a log.
 result() { sed -n "s/^RESULT $2=\(.*\)$/\1/p" "$1" 2>/dev/null | head -n1; }
 
-card=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n1)
-[ -n "$card" ] || card="(nvidia-smi not found)"
-
 # 1. Build.
 if [ -f "$build/build.ninja" ]; then
     step "configure (existing $build)" 120 configure.log meson configure "$build" -Dcuda=enabled -Dtests=true
 else
     step "configure" 300 configure.log meson setup "$build" -Dcuda=enabled -Dtests=true --buildtype=release
 fi
-if ! step "build" 900 build.log ninja -C "$build" -j"$jobs"; then
+# shellcheck disable=SC2086  # TARGETS is a list of ninja targets
+if ! step "build" 900 build.log ninja -C "$build" -j"$jobs" $targets; then
     echo "the build failed: see $report" >&2
 fi
 pdlab="$build/src/pdlab/pdlab"
 dev="$build/gpu/dev"
 
 # 2. Tests.
+# With TARGETS, only those were built: meson test must not build the rest.
 step "meson test --suite gpu" 900 tests.log meson test -C "$build" --suite gpu --print-errorlogs \
-    --num-processes 1
+    --num-processes 1 ${targets:+--no-rebuild}
 tests_line=$(grep -E "^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):" "$tmp/tests.log" | tr -s ' ' | paste -sd' ' -)
-
-# 3. The card.
-step "copy bandwidth" 120 bw.log "$dev/bandwidth" --gib 2
-step "cuBLAS bf16 GEMM" 180 gemm.log "$dev/gemm" --m 2048
-bw=$(result "$tmp/bw.log" copy_gbs)
-gemm=$(result "$tmp/gemm.log" gemm_tflops)
-gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
-
-# 4. Dev harnesses.
-step "attention_decode (1B shapes, 2048 cached)" 120 att_decode.log "$dev/attention_decode" --heads 32 --kv-heads 8 --len 2048
-step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" --heads 16 --kv-heads 4 --len 2048 --tf32
-
-# 5. Benchmarks. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
-step "bench bench-llama-125m f32" 300 b125_f32.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
-    --precision f32 -P 960 -n 64 --json "$tmp/b125_f32.json"
-step "bench bench-llama-125m bf16" 300 b125_bf16.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
-    --precision bf16 -P 960 -n 64 --json "$tmp/b125_bf16.json"
-step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
-    --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
-
-# 6. Targets.
-roof_ok=0
-if [ -n "$bw" ] && [ -n "$gemm" ] && [ -f "$tmp/b1b.json" ]; then
-    step "targets (gpu/dev/targets)" 60 roof.log "$build/gpu/dev/targets" --model synthetic:llama-1b --precision bf16 \
-        --bench "$tmp/b1b.json" --bandwidth-gbs "$bw" --gemm-tflops "$gemm" --json "$tmp/roof.json" --strict
-    roof_ok=$?
-else
-    echo "targets not judged: a measurement is missing" >&2
+tests_skipped=$(sed -n 's/^Skipped: *\([0-9][0-9]*\).*/\1/p' "$tmp/tests.log" 2>/dev/null | head -n1)
+if [ "$gpu_visible" -eq 1 ] && [ "${tests_skipped:-0}" -gt 0 ]; then
+    loud "nvidia-smi sees a GPU, but $tests_skipped GPU test(s) SKIPPED: this build cannot use the card (driver older than the CUDA runtime, or no kernel image for its architecture: see the test log)"
     failed=$((failed + 1))
-    roof_ok=1
 fi
 
-# 7. CPU vs GPU.
-step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m --precision bf16 \
-    -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
+# Steps 3-8 need the GPU. Their variables are global: the summary reads them.
+bw="" gemm="" gemm_sq="" roof_ok=1
+
+# 3. The card, and 4. the dev harnesses.
+card_steps() {
+    step "copy bandwidth" 120 bw.log "$dev/bandwidth" --gib 2
+    step "cuBLAS bf16 GEMM" 180 gemm.log "$dev/gemm" --m 2048
+    bw=$(result "$tmp/bw.log" copy_gbs)
+    gemm=$(result "$tmp/gemm.log" gemm_tflops)
+    gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
+    step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
+    step "attention_decode (1B shapes, 2048 cached)" 120 att_decode.log "$dev/attention_decode" \
+        --heads 32 --kv-heads 8 --len 2048
+    step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
+        --heads 16 --kv-heads 4 --len 2048 --tf32
+}
+
+# 5. Benchmarks. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
+bench_steps() {
+    step "bench bench-llama-125m f32" 300 b125_f32.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+        --precision f32 -P 960 -n 64 --json "$tmp/b125_f32.json"
+    step "bench bench-llama-125m bf16" 300 b125_bf16.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+        --precision bf16 -P 960 -n 64 --json "$tmp/b125_bf16.json"
+    step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
+        --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
+}
+
+# 6. Targets.
+target_steps() {
+    if [ -n "$bw" ] && [ -n "$gemm" ] && [ -f "$tmp/b1b.json" ]; then
+        step "targets (gpu/dev/targets)" 60 roof.log "$build/gpu/dev/targets" --model synthetic:llama-1b \
+            --precision bf16 --bench "$tmp/b1b.json" --bandwidth-gbs "$bw" --gemm-tflops "$gemm" \
+            --json "$tmp/roof.json" --strict
+        roof_ok=$?
+    else
+        echo "targets not judged: a measurement is missing" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+# 8. A lab on both devices (./kit compare's recipe, without its setup).
+# Usage: lab_both NN-name ARGS...: the lab program with --device cuda, then
+# --device cpu (same ARGS), then tools/lab_compare.py side by side.
+lab_both() {
+    local lab=$1 n=${1%%-*}
+    shift
+    local prog="$build/labs/track1/$lab/$lab"
+    step "lab $n on cuda" 240 "lab${n}_cuda.log" "$prog" "$@" --device cuda --json "$tmp/lab${n}_cuda.json" &&
+        step "lab $n on cpu" 240 "lab${n}_cpu.log" "$prog" "$@" --device cpu --json "$tmp/lab${n}_cpu.json" &&
+        step "lab $n side by side" 30 "lab${n}_compare.log" python3 tools/lab_compare.py "$n" \
+            "$tmp/lab${n}_cpu.json" "$tmp/lab${n}_cuda.json"
+}
+
+if [ "$gpu_visible" -eq 1 ]; then
+    card_steps
+    bench_steps
+    target_steps
+    # 7. CPU vs GPU.
+    step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m \
+        --precision bf16 -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
+    lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
+    lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
+else
+    loud "NO GPU FOUND: steps 3-8 (card, harnesses, benches, targets, compare, labs 02 and 05) need one and did not run"
+fi
 
 # Summary.
 v() { local x; x=$(json_num "$1" "$2"); printf '%s' "${x:-n/a}"; }
@@ -134,13 +238,21 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
     echo "| cuBLAS bf16 GEMM, Llama-1B shapes at M = 2048 | $(fmt1 "$gemm") TFLOP/s (square 8192: $(fmt1 "$gemm_sq")) | | |"
     echo "| llama-1b bf16 decode, ms/token (batch 1, after 2048) | $(fmt3 "$(v "$tmp/b1b.json" decode_ms_per_token_median)") | <= 1.5 x floor $(fmt3 "$(v "$tmp/roof.json" decode_floor_ms)") ms | ratio $(fmt3 "$(v "$tmp/roof.json" decode_ratio)"): $(verdict "$(met decode_met)") |"
     echo "| llama-1b bf16 prefill of 2048 tokens, ms | $(fmt3 "$(v "$tmp/b1b.json" prefill_ms_median)") ($(fmt1 "$(v "$tmp/roof.json" prefill_tflops)") TFLOP/s) | >= 0.5 x GEMM rate | ratio $(fmt3 "$(v "$tmp/roof.json" prefill_ratio)"): $(verdict "$(met prefill_met)") |"
+    echo "| bf16 GEMV, 1B decode step's products (M = 1): warp per row v3 / cuBLAS, ms (x floor) | $(fmt3 "$(result "$tmp/gemv.log" gemv_v3_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v3_floor_ratio)")) / $(fmt3 "$(result "$tmp/gemv.log" gemv_v4_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v4_floor_ratio)")) | | |"
     for p in f32 bf16; do
         f="$tmp/b125_$p.json"
         echo "| bench-llama-125m $p: prefill 960 ms / decode ms per token | $(fmt3 "$(v "$f" prefill_ms_median)") / $(fmt3 "$(v "$f" decode_ms_per_token_median)") | | |"
     done
     echo "| compare bench-llama-125m bf16 (P 512): GPU speed-up prefill / decode | $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_prefill)")x / $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_decode)")x | | |"
     echo
-    echo "Steps failed: $failed. Total time: $(( $(date +%s) - started )) s."
+    for n in 02 05; do
+        [ -s "$tmp/lab${n}_compare.log" ] || continue
+        printf '```\n%s\n```\n\n' "$(cat "$tmp/lab${n}_compare.log")"
+    done
+    [ -f "$tmp/alerts.md" ] && cat "$tmp/alerts.md" && echo
+    echo "Steps failed: $failed. Steps skipped for the ${budget} s budget: $over_budget. Total time: $(( $(date +%s) - started )) s."
+    echo
+    cat "$timings"
 } >"$summary"
 
 mkdir -p "$(dirname "$report")"
@@ -148,6 +260,7 @@ mkdir -p "$(dirname "$report")"
     echo "# GPU results, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     echo "Card: $card"
+    echo "Toolkit and driver: $versions"
     echo "Host: $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
     echo "Written by gpu/check.sh (see docs/gpu.md)."
     echo

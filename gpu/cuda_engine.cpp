@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 
+#include "attention.cuh"
 #include "common.hpp"
 #include "cuda_check.cuh"
 #include "kv_cache.cuh"
@@ -70,6 +71,16 @@ Presence detect_device() {
 const Presence& presence() {
     static const Presence p = detect_device();
     return p;
+}
+
+// The kernels' copy of the model's shape.
+gpu::DeviceShape device_shape(const Config& c) {
+    gpu::DeviceShape s;
+    s.llama = c.family == Family::llama;
+    s.dim = c.dim, s.hidden_dim = c.hidden_dim, s.n_layers = c.n_layers;
+    s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
+    s.vocab_size = c.vocab_size, s.max_seq_len = c.max_seq_len, s.norm_eps = c.norm_eps;
+    return s;
 }
 
 bool graphs_enabled_by_env() {
@@ -171,10 +182,15 @@ public:
     }
 
     double time_ms(const std::function<void()>& work) override {
-        // Events are stamped by the GPU when the stream reaches them, so the
-        // difference is the device's time between the two, whatever the host
-        // did meanwhile. The synchronise makes the host wait for the second
-        // stamp before reading it.
+        // The GPU stamps each event when the stream reaches it. Everything
+        // between the two records is inside the interval: the host staging
+        // this pass's rows (stage_rows), every launch the host queues (while
+        // the host is still launching, the GPU may sit idle and that gap is
+        // counted), the kernels, and the copy of the logits to host memory
+        // (fetch_logits). So this is the model-side step time as a caller sees
+        // it, host overhead included, like the CPU engine's clock; not the
+        // kernels' time alone. The synchronise makes the host wait for the
+        // second stamp before reading it.
         PD_CUDA(cudaEventRecord(ev_start_, stream_));
         work();
         PD_CUDA(cudaEventRecord(ev_stop_, stream_));
@@ -186,11 +202,14 @@ public:
 
     std::string timing_method() const override {
         return fmt::format(
-            "CUDA events recorded on the engine's stream before and after each phase, then "
-            "cudaEventSynchronize on the second one before reading the time: kernel launches are "
-            "asynchronous (they return as soon as the work is queued, long before the GPU has "
-            "done it), so a host clock read right after them would time the launches, not the "
-            "work. The time includes copying the logits back to host memory. Decode steps {}",
+            "model-side step time: CUDA events recorded on the engine's stream before and after "
+            "each phase, then cudaEventSynchronize on the second one before reading the time. "
+            "The interval holds everything the phase does: staging its tokens and positions to "
+            "the device, the host queueing the kernel launches (GPU idle time while the host "
+            "launches is counted), the kernels, and the copy of the logits back to host memory; "
+            "it is not the kernels' time alone (gpu/dev's harnesses time kernels by themselves). "
+            "A host clock read without the synchronise would time only the queueing: launches "
+            "return long before the GPU has done the work. Decode steps {}",
             use_graphs_ ? "replay one captured CUDA graph per batch size (PDLAB_CUDA_GRAPHS=0 "
                           "launches every kernel instead)"
                         : "launch every kernel (CUDA graphs off: PDLAB_CUDA_GRAPHS=0)");
@@ -235,6 +254,12 @@ private:
         return n;
     }
 
+    // The engine's peak on the device, counted before anything is allocated:
+    // the weights, the KV cache and rotary tables, the run state at its
+    // largest (a prefill of S tokens: activations for S rows and its score
+    // scratch; one row of logits per sequence) and the cuBLAS workspace. A
+    // prefill keeping every position's logits (Keep::all) needs (S, vocab)
+    // floats more, allocated when it comes.
     void check_memory(int batch, int S) const {
         const Config& c = model_->config;
         std::size_t free_b = 0, total_b = 0;
@@ -243,12 +268,26 @@ private:
         const std::size_t rope = c.family == Family::llama ? std::size_t(S) * c.head_dim * sizeof(float) : 0;
         const double cache = double(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim,
                                              std::size_t(batch) * S, sizeof(float)) + rope);
-        if (weights + cache > double(free_b))
+        const double work = double(peak_run_state_bytes(batch, S) + gpu::kBlasWorkspaceBytes);
+        const double need = weights + cache + work;
+        if (need > double(free_b))
             fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
-                 "for batch {} x {} positions) but {} has {:.2f} GiB free: try --precision bf16, a "
-                 "smaller --batch or a shorter context",
-                 (weights + cache) / kGiB, weights / kGiB, cache / kGiB, batch, S, prop_.name,
+                 "for batch {} x {} positions, activations, attention scratch and cuBLAS workspace "
+                 "{:.2f} GiB) but {} has {:.2f} GiB free: try --precision bf16, a smaller --batch or a "
+                 "shorter context",
+                 need / kGiB, weights / kGiB, cache / kGiB, batch, S, work / kGiB, prop_.name,
                  double(free_b) / kGiB);
+    }
+
+    // Bytes of the run state after a prefill of S tokens and a decode of
+    // `batch` rows: the largest ensure_run_state makes it (Keep::last).
+    std::size_t peak_run_state_bytes(int batch, int S) const {
+        const Config& c = model_->config;
+        const std::size_t scratch =
+            std::max(gpu::attention_prefill_scratch(S, 0, c.n_heads),
+                     gpu::attention_decode_scratch(batch, c.n_heads, S, c.head_dim));
+        return gpu::run_state_bytes(device_shape(c), model_->precision == Precision::bf16,
+                                    std::max(S, batch), batch, scratch);
     }
 
     // f32 weights with a tied head: the head is the embedding, keep one copy.
@@ -284,11 +323,8 @@ private:
     void upload_model() {
         const Config& c = model_->config;
         const Weights& w = model_->w;
-        gpu::DeviceShape& s = dm_.shape;
-        s.llama = c.family == Family::llama;
-        s.dim = c.dim, s.hidden_dim = c.hidden_dim, s.n_layers = c.n_layers;
-        s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
-        s.vocab_size = c.vocab_size, s.max_seq_len = c.max_seq_len, s.norm_eps = c.norm_eps;
+        dm_.shape = device_shape(c);
+        const gpu::DeviceShape& s = dm_.shape;
         dm_.bf16 = model_->precision == Precision::bf16;
         dm_.tok_emb = arena_.upload(w.tok_emb);
         dm_.pos_emb = upload_opt(w.pos_emb);

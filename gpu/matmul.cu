@@ -7,9 +7,6 @@ namespace pd::gpu {
 
 namespace {
 
-// cuBLAS's recommended workspace on Hopper; more than enough elsewhere.
-constexpr std::size_t kWorkspaceBytes = 32u << 20;
-
 void gemm(const Blas& blas, const DeviceLinear& L, const void* x, cudaDataType xtype, int M,
           float* y, bool accumulate) {
     PD_GPU_REQUIRE(L.w != nullptr && M >= 0);
@@ -29,7 +26,7 @@ Blas::Blas(cudaStream_t stream) : stream_(stream) {
     PD_CUBLAS(cublasCreate(&handle_));
     try {
         PD_CUBLAS(cublasSetStream(handle_, stream_));
-        workspace_.resize(kWorkspaceBytes);
+        workspace_.resize(kBlasWorkspaceBytes);
         PD_CUBLAS(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
     } catch (...) {
         cublasDestroy(handle_);

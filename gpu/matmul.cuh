@@ -33,6 +33,10 @@ struct DeviceLinear {
     std::size_t weight_bytes() const { return std::size_t(in) * out * (bf16 ? 2 : 4); }
 };
 
+// Each Blas's cuBLAS workspace: cuBLAS's recommended size on Hopper, more
+// than enough elsewhere (the engine counts it before allocating).
+constexpr std::size_t kBlasWorkspaceBytes = std::size_t(32) << 20;
+
 // A cuBLAS handle bound to one stream, with its own workspace: cuBLAS then
 // allocates nothing while it runs, which lets its calls be captured in a CUDA
 // graph (model.cu does so for decode).

@@ -8,22 +8,57 @@
 
 namespace pd::gpu {
 
+namespace {
+
+// Elements per row of each per-row buffer of DeviceRunState: the one place
+// ensure_run_state allocates from and run_state_bytes counts. bf16 weights
+// use act16; f32 weights xn and mlp_act (the other stays empty).
+struct RowElems {
+    std::size_t x, xn, act16, qkv, att, mlp_h, mlp_act;
+};
+
+RowElems row_elems(const DeviceShape& c, bool bf16) {
+    RowElems e{};
+    e.x = c.dim;
+    e.qkv = c.qkv_dim();
+    e.att = c.q_dim();
+    e.mlp_h = c.mlp_in_dim();
+    if (bf16) {
+        e.act16 = std::max({c.dim, c.q_dim(), c.hidden_dim});
+    } else {
+        e.xn = c.dim;
+        e.mlp_act = c.hidden_dim;
+    }
+    return e;
+}
+
+}  // namespace
+
+std::size_t run_state_bytes(const DeviceShape& c, bool bf16, int rows, int logits_rows,
+                            std::size_t scratch_floats) {
+    const RowElems e = row_elems(c, bf16);
+    const std::size_t f32_per_row = e.x + e.xn + e.qkv + e.att + e.mlp_h + e.mlp_act;
+    const std::size_t per_row = f32_per_row * sizeof(float) + e.act16 * sizeof(std::uint16_t) +
+                                3 * sizeof(int);  // token, slot, pos
+    const std::size_t per_logits_row = (std::size_t(c.dim) + c.vocab_size) * sizeof(float);
+    return std::size_t(rows) * per_row + std::size_t(logits_rows) * per_logits_row +
+           scratch_floats * sizeof(float);
+}
+
 bool ensure_run_state(DeviceRunState& st, const DeviceModel& m, int rows, int logits_rows,
                       int max_seq, int prefill_T, int prefill_start) {
     const DeviceShape& c = m.shape;
     bool moved = false;
     if (rows > st.capacity) {
         const std::size_t R = std::size_t(rows);
-        st.x.resize(R * c.dim);
-        st.qkv.resize(R * c.qkv_dim());
-        st.att.resize(R * c.q_dim());
-        st.mlp_h.resize(R * c.mlp_in_dim());
-        if (m.bf16) {
-            st.act16.resize(R * std::max({c.dim, c.q_dim(), c.hidden_dim}));
-        } else {
-            st.xn.resize(R * c.dim);
-            st.mlp_act.resize(R * c.hidden_dim);
-        }
+        const RowElems e = row_elems(c, m.bf16);
+        st.x.resize(R * e.x);
+        st.xn.resize(R * e.xn);
+        st.act16.resize(R * e.act16);
+        st.qkv.resize(R * e.qkv);
+        st.att.resize(R * e.att);
+        st.mlp_h.resize(R * e.mlp_h);
+        st.mlp_act.resize(R * e.mlp_act);
         st.token.resize(R);
         st.slot.resize(R);
         st.pos.resize(R);

@@ -81,6 +81,13 @@ struct DeviceRunState {
 bool ensure_run_state(DeviceRunState& st, const DeviceModel& m, int rows, int logits_rows,
                       int max_seq, int prefill_T = 0, int prefill_start = 0);
 
+// Device bytes of a run state grown to `rows` rows, `logits_rows` rows of
+// logits and `scratch_floats` of attention scratch (attention.cuh's
+// attention_prefill_scratch / attention_decode_scratch): what the engine
+// checks against free memory before it allocates anything.
+std::size_t run_state_bytes(const DeviceShape& c, bool bf16, int rows, int logits_rows,
+                            std::size_t scratch_floats);
+
 enum class Phase { prefill, decode };
 
 // What one forward pass works on. The per-row token / slot / pos must already

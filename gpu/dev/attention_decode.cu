@@ -152,16 +152,13 @@ int main(int argc, char** argv) {
         decode_v1<<<blocks, threads>>>(out, q, K, V, scores, B, H, Hkv, N, D);
     });
 
-    int max_smem = 0;
-    DEV_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     const std::size_t smem2 = std::size_t(N) * sizeof(float);
-    if (smem2 <= std::size_t(max_smem)) {
-        DEV_CHECK(cudaFuncSetAttribute(decode_v2, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem2)));
+    if (dev::fit_shared_memory(decode_v2, smem2)) {
         run_version(2, "2 block per (seq, head), shared softmax", [&] {
             decode_v2<<<dim3(H, B), 256, smem2>>>(out, q, K, V, H, Hkv, N, D);
         });
     } else if (version == 0 || version == 2) {
-        std::printf("  2 skipped: %d scores do not fit in shared memory\n", N);
+        std::printf("  2 skipped: %d scores and the block reduction's static bytes do not fit in shared memory\n", N);
     }
 
     run_version(3, "3 split-K flash-decoding (engine)", [&] {

@@ -224,26 +224,23 @@ int main(int argc, char** argv) {
         std::printf("  1 skipped: no room for %zu MB of scores\n", scores_bytes >> 20);
     }
 
-    int max_smem = 0;
-    DEV_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     const std::size_t smem2 = std::size_t(T) * sizeof(float);
-    if (smem2 <= std::size_t(max_smem)) {
-        DEV_CHECK(cudaFuncSetAttribute(prefill_v2, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem2)));
+    if (dev::fit_shared_memory(prefill_v2, smem2)) {
         run_version(2, "2 block per (query, head), shared softmax", 1e-4f, [&] {
             prefill_v2<<<dim3(T, H), 128, smem2>>>(out, q, K, V, T, H, Hkv, D);
         });
     } else if (version == 0 || version == 2) {
-        std::printf("  2 skipped: %d scores do not fit in shared memory\n", T);
+        std::printf("  2 skipped: %d scores and the block reduction's static bytes do not fit in shared memory\n", T);
     }
 
     const std::size_t smem3 = smem_v3(D);
-    if (D % 32 == 0 && D <= kMaxD3 && smem3 <= std::size_t(max_smem)) {
-        DEV_CHECK(cudaFuncSetAttribute(prefill_v3, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem3)));
+    if (D % 32 == 0 && D <= kMaxD3 && dev::fit_shared_memory(prefill_v3, smem3)) {
         run_version(3, "3 tiled flash, 8 queries x 64 keys per tile", 1e-4f, [&] {
             prefill_v3<<<dim3((T + kQ3 - 1) / kQ3, H), kQ3 * 32, smem3>>>(out, q, K, V, T, H, Hkv, D);
         });
     } else if (version == 0 || version == 3) {
-        std::printf("  3 skipped: needs head_dim a multiple of 32, at most %d\n", kMaxD3);
+        std::printf("  3 skipped: needs head_dim a multiple of 32, at most %d, and %zu bytes of tiles in "
+                    "shared memory\n", kMaxD3, smem3);
     }
 
     {

@@ -46,6 +46,23 @@ inline void require_gpu(const char* program) {
     DEV_CHECK(cudaSetDevice(0));
 }
 
+// Whether `kernel` can launch with `dynamic_bytes` of dynamic shared memory;
+// if so, raises its dynamic limit to that. A block's shared memory is the
+// kernel's static arrays (block_reduce's partial[32] in common.cuh: 256 bytes
+// in block_exp_sum, one array for its max and one for its sum) plus
+// the dynamic part, and only the sum has to fit the card's opt-in limit, so
+// checking the dynamic part alone lets a launch fail at the edge.
+template <typename Kernel>
+bool fit_shared_memory(Kernel* kernel, std::size_t dynamic_bytes) {
+    cudaFuncAttributes attr{};
+    DEV_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int optin = 0;
+    DEV_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    if (attr.sharedSizeBytes + dynamic_bytes > std::size_t(optin)) return false;
+    DEV_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dynamic_bytes)));
+    return true;
+}
+
 // --name value flags; `help` lists them.
 struct Args {
     int argc;

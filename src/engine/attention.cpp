@@ -65,8 +65,8 @@ void attention_prefill(float* out, const float* q, const KVCache& c, int layer, 
         const int qb = nblocks - 1 - it / n_heads, h = it % n_heads;
         const int kv_h = kv_head_for(h, n_heads, c.n_kv_heads);
         const int t0 = qb * kQB, nq = std::min(kQB, T - t0);
-        attention_prefill_block(out + h * D, q + h * D, stride, kv_key(c, layer, b, kv_h, 0),
-                                kv_value(c, layer, b, kv_h, 0), start, t0, nq, D);
+        attention_prefill_block(out + h * D, q + h * D, stride, contiguous_tiles(kv_key(c, layer, b, kv_h, 0)),
+                                contiguous_tiles(kv_value(c, layer, b, kv_h, 0)), start, t0, nq, D);
     });
 }
 
@@ -80,8 +80,45 @@ void attention_decode(float* out, const float* q, const KVCache& c, int layer, c
         const int r = it / per_row, kv_h = (it % per_row) / slices, sl = it % slices;
         const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
         attention_decode_group(out + std::size_t(r) * stride + h0 * D, q + std::size_t(r) * stride + h0 * D,
-                               kv_key(c, layer, slots[r], kv_h, 0), kv_value(c, layer, slots[r], kv_h, 0),
-                               pos[r] + 1, g, D);
+                               contiguous_tiles(kv_key(c, layer, slots[r], kv_h, 0)),
+                               contiguous_tiles(kv_value(c, layer, slots[r], kv_h, 0)), pos[r] + 1, g, D);
+    });
+}
+
+// One KV head's keys (values) of one layer through a sequence's block table.
+static KvTiles key_tiles(const PagedKVCache& c, int layer, const BlockTable& t, int kv_h) {
+    return KvTiles{paged_key_tile(c, layer, 0, kv_h), t.blocks.data(), c.block_stride(), c.block_size};
+}
+static KvTiles value_tiles(const PagedKVCache& c, int layer, const BlockTable& t, int kv_h) {
+    return KvTiles{paged_value_tile(c, layer, 0, kv_h), t.blocks.data(), c.block_stride(), c.block_size};
+}
+
+void attention_paged(float* out, const float* q, const PagedKVCache& c, int layer, std::span<const PagedSpan> spans,
+                     int n_heads) {
+    const int D = c.head_dim, stride = n_heads * D, G = n_heads / c.n_kv_heads;
+    const int kQB = prefill_block_queries(), slices = (G + kMaxDecodeGroup - 1) / kMaxDecodeGroup;
+    // Items of a decode span: (KV head, slice of its query heads), as attention_decode.
+    // Of a prefill span: (query block, head), later blocks first, as attention_prefill.
+    auto items_of = [&](const PagedSpan& s) { return s.n == 1 ? c.n_kv_heads * slices : (s.n + kQB - 1) / kQB * n_heads; };
+    int total = 0;
+    for (const PagedSpan& s : spans) total += items_of(s);
+    run_items(total, true, [&](int it) {
+        std::size_t i = 0;
+        while (it >= items_of(spans[i])) it -= items_of(spans[i++]);
+        const PagedSpan& s = spans[i];
+        float* o = out + std::size_t(s.row0) * stride;
+        const float* qs = q + std::size_t(s.row0) * stride;
+        if (s.n == 1) {
+            const int kv_h = it / slices, sl = it % slices;
+            const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
+            attention_decode_group(o + h0 * D, qs + h0 * D, key_tiles(c, layer, *s.table, kv_h),
+                                   value_tiles(c, layer, *s.table, kv_h), s.start + 1, g, D);
+        } else {
+            const int nblocks = (s.n + kQB - 1) / kQB, qb = nblocks - 1 - it / n_heads, h = it % n_heads;
+            const int kv_h = kv_head_for(h, n_heads, c.n_kv_heads), t0 = qb * kQB;
+            attention_prefill_block(o + h * D, qs + h * D, stride, key_tiles(c, layer, *s.table, kv_h),
+                                    value_tiles(c, layer, *s.table, kv_h), s.start, t0, std::min(kQB, s.n - t0), D);
+        }
     });
 }
 

@@ -5,7 +5,10 @@
 // grouped-query (GQA). One code path serves all three.
 #pragma once
 
+#include <span>
+
 #include "engine/kv_cache.hpp"
+#include "engine/paged_kv_cache.hpp"
 
 namespace pd {
 
@@ -28,5 +31,21 @@ void attention_prefill(float* out, const float* q, const KVCache& c, int layer, 
 // q, out: (rows, n_heads * head_dim).
 void attention_decode(float* out, const float* q, const KVCache& c, int layer, const int* slots,
                       const int* pos, int rows, int n_heads);
+
+// A run of one sequence's rows in a mixed batch: rows row0 .. row0+n-1 of q
+// and out are its positions start .. start+n-1, whose K/V are already written
+// through `table`. Each row sees positions 0 .. its own (causal).
+struct PagedSpan {
+    const BlockTable* table = nullptr;
+    int row0 = 0, start = 0, n = 0;
+};
+
+// Attention of a mixed batch through the block tables, one pass for all
+// spans: a one-row span is a decode step (the query heads of a KV head served
+// together, as attention_decode), a longer one a prefill chunk attending to
+// its cached prefix and causally within itself (as attention_prefill).
+// q, out: (rows, n_heads * head_dim).
+void attention_paged(float* out, const float* q, const PagedKVCache& c, int layer, std::span<const PagedSpan> spans,
+                     int n_heads);
 
 }  // namespace pd

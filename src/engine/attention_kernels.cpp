@@ -3,7 +3,8 @@
 // once per group, not once per query head. Keys come in chunks of 64 with an
 // online softmax (running max and sum, the output rescaled when the max
 // grows), so no scratch proportional to the context is needed and decode
-// allocates nothing.
+// allocates nothing. Chunks never cross a tile (KvTiles): the paged cache's
+// blocks are read one at a time, the contiguous cache is one tile.
 //
 // Prefill (T queries, compute-bound): blocks of two vectors' worth of queries
 // of one head (32 with AVX-512), held in the lanes. The scores S^T (keys x
@@ -37,6 +38,16 @@ HWY_BEFORE_NAMESPACE();
 namespace pd {
 namespace HWY_NAMESPACE {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Calls f(t0, nt, tile) for the tiles of rows 0 .. n-1: rows t0 .. t0+nt-1 start at `tile`.
+template <class F>
+HWY_INLINE void for_each_tile(const KvTiles& T, int n, F f) {
+    for (int t0 = 0; t0 < n;) {
+        const int nt = std::min(T.tile_rows, n - t0);
+        f(t0, nt, T.tile(t0));
+        t0 += nt;
+    }
+}
 
 // --- decode -------------------------------------------------------------------
 
@@ -108,18 +119,21 @@ HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* 
     }
 }
 
-void DecodeGroup(float* out, const float* q, const float* K, const float* Vc, int n, int G, int Dh) {
+void DecodeGroup(float* out, const float* q, const KvTiles& K, const KvTiles& Vt, int n, int G, int Dh) {
     const float scale = 1.0f / std::sqrt(float(Dh));
     HWY_ALIGN float s[kMaxDecodeGroup][kChunk];
     float m[kMaxDecodeGroup], l[kMaxDecodeGroup], alpha[kMaxDecodeGroup];
     for (int i = 0; i < G; i++) m[i] = kNegInf, l[i] = 0.0f;
     std::fill(out, out + std::size_t(G) * Dh, 0.0f);
-    for (int j0 = 0; j0 < n; j0 += kChunk) {
-        const int nc = std::min(kChunk, n - j0);
-        chunk_scores(s, q, K, j0, nc, G, Dh, scale);
-        for (int i = 0; i < G; i++) alpha[i] = chunk_softmax(s[i], nc, m[i], l[i]);
-        chunk_values(out, s, alpha, Vc, j0, nc, G, Dh);
-    }
+    for_each_tile(K, n, [&](int t0, int nt, const float* Kt) {
+        const float* Vc = Vt.tile(t0);
+        for (int j0 = 0; j0 < nt; j0 += kChunk) {
+            const int nc = std::min(kChunk, nt - j0);
+            chunk_scores(s, q, Kt, j0, nc, G, Dh, scale);
+            for (int i = 0; i < G; i++) alpha[i] = chunk_softmax(s[i], nc, m[i], l[i]);
+            chunk_values(out, s, alpha, Vc, j0, nc, G, Dh);
+        }
+    });
     for (int i = 0; i < G; i++)
         for (int c = 0; c < Dh; c++) out[std::size_t(i) * Dh + c] /= l[i];
 }
@@ -193,7 +207,7 @@ HWY_INLINE void causal_softmax(float* St, float* inv_l, int n, int first) {
 // broadcast probabilities and one V vector fit the registers, and each V row
 // is loaded once per QS queries.
 template <int DC>
-HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const float* inv_l, const KvTiles& Vt,
                             int n, int nq) {
     const D d;
     constexpr int QS = std::clamp((kRegs - 1) / (DC + 1), 1, 8);
@@ -202,15 +216,17 @@ HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const f
         V acc[QS][DC];
         for (auto& row : acc)
             for (auto& a : row) a = hn::Zero(d);
-        for (int j = 0; j < n; j++) {
-            const float* p = Pt + std::size_t(j) * kQB + i0;
-            V pb[QS];
-            for (int i = 0; i < QS; i++) pb[i] = hn::Set(d, p[i]);
-            for (int c = 0; c < DC; c++) {
-                const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c * kLanes);
-                for (int i = 0; i < QS; i++) acc[i][c] = hn::MulAdd(pb[i], vv, acc[i][c]);
+        for_each_tile(Vt, n, [&](int t0, int nt, const float* Vc) {
+            for (int j = 0; j < nt; j++) {
+                const float* p = Pt + std::size_t(t0 + j) * kQB + i0;
+                V pb[QS];
+                for (int i = 0; i < QS; i++) pb[i] = hn::Set(d, p[i]);
+                for (int c = 0; c < DC; c++) {
+                    const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c * kLanes);
+                    for (int i = 0; i < QS; i++) acc[i][c] = hn::MulAdd(pb[i], vv, acc[i][c]);
+                }
             }
-        }
+        });
         for (int i = 0; i < QS && i0 + i < nq; i++)
             for (int c = 0; c < DC; c++)
                 hn::StoreU(hn::Mul(acc[i][c], hn::Set(d, inv_l[i0 + i])), d, out + (i0 + i) * ld + c * kLanes);
@@ -218,7 +234,7 @@ HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const f
 }
 
 // The same for any head size: one vector of D at a time, a scalar tail.
-HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const float* inv_l, const KvTiles& Vt,
                            int n, int Dh, int nq) {
     const D d;
     constexpr int QS = 8;
@@ -228,24 +244,28 @@ HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const fl
         for (int c = 0; c < Dv; c += kLanes) {
             V acc[QS];
             for (int i = 0; i < QS; i++) acc[i] = hn::Zero(d);
-            for (int j = 0; j < n; j++) {
-                const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c);
-                const float* p = Pt + std::size_t(j) * kQB + i0;
-                for (int i = 0; i < QS; i++) acc[i] = hn::MulAdd(hn::Set(d, p[i]), vv, acc[i]);
-            }
+            for_each_tile(Vt, n, [&](int t0, int nt, const float* Vc) {
+                for (int j = 0; j < nt; j++) {
+                    const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c);
+                    const float* p = Pt + std::size_t(t0 + j) * kQB + i0;
+                    for (int i = 0; i < QS; i++) acc[i] = hn::MulAdd(hn::Set(d, p[i]), vv, acc[i]);
+                }
+            });
             for (int i = 0; i < qs; i++)
                 hn::StoreU(hn::Mul(acc[i], hn::Set(d, inv_l[i0 + i])), d, out + (i0 + i) * ld + c);
         }
         for (int c = Dv; c < Dh; c++)
             for (int i = 0; i < qs; i++) {
                 float sum = 0.0f;
-                for (int j = 0; j < n; j++) sum += Pt[std::size_t(j) * kQB + i0 + i] * Vc[std::size_t(j) * Dh + c];
+                for_each_tile(Vt, n, [&](int t0, int nt, const float* Vc) {
+                    for (int j = 0; j < nt; j++) sum += Pt[std::size_t(t0 + j) * kQB + i0 + i] * Vc[std::size_t(j) * Dh + c];
+                });
                 out[(i0 + i) * ld + c] = sum * inv_l[i0 + i];
             }
     }
 }
 
-HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const float* inv_l, const float* Vc,
+HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const float* inv_l, const KvTiles& Vc,
                              int n, int Dh, int nq) {
     switch (Dh % kLanes ? 0 : Dh / kLanes) {
         case 1: return values_rows<1>(out, ld, Pt, inv_l, Vc, n, nq);
@@ -256,7 +276,14 @@ HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const 
     }
 }
 
-void PrefillBlock(float* out, const float* q, std::size_t stride, const float* K, const float* Vc, int start,
+// S^T rows t0 .. t0+nt-1 from one tile of keys: KB keys per step, then one at a time.
+HWY_INLINE void scores_tile(float* St, const float* Qt, const float* Kt, int nt, int Dh) {
+    int j = 0;
+    for (; j + kKeysPerStep <= nt; j += kKeysPerStep) scores_keys<kKeysPerStep>(St, Qt, Kt, j, Dh);
+    for (; j < nt; j++) scores_keys<1>(St, Qt, Kt, j, Dh);
+}
+
+void PrefillBlock(float* out, const float* q, std::size_t stride, const KvTiles& K, const KvTiles& Vc, int start,
                   int t0, int nq, int Dh) {
     const int n = start + t0 + nq;  // keys 0 .. position of the last query
     float* Qt = prefill_scratch(std::size_t(Dh) * kQB + std::size_t(n) * kQB + kQB);
@@ -265,9 +292,7 @@ void PrefillBlock(float* out, const float* q, std::size_t stride, const float* K
     const float scale = 1.0f / std::sqrt(float(Dh));
     for (int i = 0; i < kQB; i++)
         for (int c = 0; c < Dh; c++) Qt[c * kQB + i] = i < nq ? q[(t0 + i) * stride + c] * scale : 0.0f;
-    int j = 0;
-    for (; j + kKeysPerStep <= n; j += kKeysPerStep) scores_keys<kKeysPerStep>(St, Qt, K, j, Dh);
-    for (; j < n; j++) scores_keys<1>(St, Qt, K, j, Dh);
+    for_each_tile(K, n, [&](int k0, int nk, const float* Kt) { scores_tile(St + std::size_t(k0) * kQB, Qt, Kt, nk, Dh); });
     causal_softmax(St, inv_l, n, start + t0);
     values_block(out + t0 * stride, stride, St, inv_l, Vc, n, Dh, nq);
 }
@@ -285,12 +310,12 @@ HWY_EXPORT(DecodeGroup);
 HWY_EXPORT(PrefillBlock);
 HWY_EXPORT(PrefillBlockQueries);
 
-void attention_decode_group(float* out, const float* q, const float* K, const float* V, int n, int G, int D) {
+void attention_decode_group(float* out, const float* q, const KvTiles& K, const KvTiles& V, int n, int G, int D) {
     kernel_isa();  // applies PDLAB_ISA before the first dispatch
     HWY_DYNAMIC_DISPATCH(DecodeGroup)(out, q, K, V, n, G, D);
 }
 
-void attention_prefill_block(float* out, const float* q, std::size_t stride, const float* K, const float* V,
+void attention_prefill_block(float* out, const float* q, std::size_t stride, const KvTiles& K, const KvTiles& V,
                              int start, int t0, int nq, int D) {
     kernel_isa();
     HWY_DYNAMIC_DISPATCH(PrefillBlock)(out, q, stride, K, V, start, t0, nq, D);

@@ -14,18 +14,53 @@
 #include "engine/isa.hpp"
 #include "engine/onednn_matmul.hpp"
 #include "engine/panel_kernels.hpp"
+#include "engine/quantize.hpp"
 
 namespace pd {
 
-const char* precision_name(Precision p) { return p == Precision::f32 ? "f32" : "bf16"; }
-
-Precision parse_precision(const std::string& s) {
-    if (s == "f32" || s == "fp32" || s == "float32") return Precision::f32;
-    if (s == "bf16" || s == "bfloat16") return Precision::bf16;
-    fail("unknown precision \"{}\": use f32 or bf16", s);
+const char* precision_name(Precision p) {
+    switch (p) {
+        case Precision::f32: return "f32";
+        case Precision::bf16: return "bf16";
+        case Precision::int8_g32: return "int8-g32";
+        case Precision::int8_g64: return "int8-g64";
+        case Precision::int8_g128: return "int8-g128";
+    }
+    return "?";
 }
 
-std::size_t bytes_per_weight(Precision p) { return p == Precision::f32 ? 4 : 2; }
+Precision int8_precision(int group) {
+    if (group == 32) return Precision::int8_g32;
+    if (group == 64) return Precision::int8_g64;
+    if (group == 128) return Precision::int8_g128;
+    fail("--group-size {} is not supported: use 32, 64 or 128 (inputs per int8 scale)", group);
+}
+
+Precision parse_precision(const std::string& s, int int8_group) {
+    if (s == "f32" || s == "fp32" || s == "float32") return Precision::f32;
+    if (s == "bf16" || s == "bfloat16") return Precision::bf16;
+    if (s == "int8") return int8_precision(int8_group);
+    fail("unknown precision \"{}\": use f32, bf16 or int8", s);
+}
+
+bool is_int8(Precision p) { return int8_group(p) > 0; }
+
+int int8_group(Precision p) {
+    return p == Precision::int8_g32 ? 32 : p == Precision::int8_g64 ? 64 : p == Precision::int8_g128 ? 128 : 0;
+}
+
+std::size_t bytes_per_weight(Precision p) { return p == Precision::f32 ? 4 : p == Precision::bf16 ? 2 : 1; }
+
+std::size_t matrix_bytes(int in, int out, Precision p) {
+    const std::size_t values = std::size_t(in) * out * bytes_per_weight(p);
+    if (!is_int8(p)) return values;
+    const std::size_t groups = std::size_t((in + int8_group(p) - 1) / int8_group(p));
+    return values + groups * out * sizeof(float);
+}
+
+double stored_bytes_per_weight(Precision p) {
+    return double(bytes_per_weight(p)) + (is_int8(p) ? double(sizeof(float)) / int8_group(p) : 0.0);
+}
 
 static void reserve_x_scratch(int in);
 
@@ -53,8 +88,31 @@ void HugePageAllocator<T>::deallocate(T* p, std::size_t n) {
 }
 template struct HugePageAllocator<std::byte>;
 
+// Output n = row `row` of W as column c of its panel (see Linear). f32 and
+// bf16 read the f32 rows; int8 its quantized rows (q, scales of row n).
+static void write_column(const Linear& L, std::byte* panel, int c, const float* row) {
+    const int K = L.in;
+    if (L.precision == Precision::f32) {
+        float* dst = reinterpret_cast<float*>(panel) + c;
+        for (int k = 0; k < K; k++) dst[std::size_t(k) * kPanel] = row[k];
+    } else {
+        bf16* dst = reinterpret_cast<bf16*>(panel) + 2 * c;
+        for (int k = 0; k < K; k++) dst[std::size_t(k / 2) * kPanel * 2 + (k & 1)] = f32_to_bf16(row[k]);
+    }
+}
+static void write_column(const Linear& L, std::byte* panel, int c, const std::int8_t* q, const float* scales) {
+    const int G = int8_group(L.precision);
+    for (int g = 0; g < L.n_groups(); g++) {
+        std::byte* block = panel + std::size_t(g) * L.group_bytes();
+        auto* dst = reinterpret_cast<std::int8_t*>(block) + c;
+        for (int k = g * G; k < std::min(L.in, (g + 1) * G); k++) dst[std::size_t(k - g * G) * kPanel] = q[k];
+        reinterpret_cast<float*>(block + std::size_t(G) * kPanel)[c] = scales[g];
+    }
+}
+
 // Row-major (out, in) -> panels (see Linear), in a new store of one arena.
-static void fill_panels(Linear& L, const float* w) {
+// `int8` holds the quantized rows of an int8 Linear (else null).
+static void fill_panels(Linear& L, const float* w, const QuantizedMatrix* int8) {
     const int K = L.in, N = L.out, P = L.n_panels();
     auto store = std::make_shared<PanelStore>();
     store->arenas.emplace_back(std::size_t(P) * L.panel_bytes());  // zero: the last panel's padding
@@ -62,15 +120,10 @@ static void fill_panels(Linear& L, const float* w) {
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < P; p++)
         for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
-            const float* row = w + std::size_t(p * kPanel + c) * K;
+            const std::size_t n = std::size_t(p) * kPanel + c;
             std::byte* panel = base + std::size_t(p) * L.panel_bytes();
-            if (L.precision == Precision::f32) {
-                float* dst = reinterpret_cast<float*>(panel) + c;
-                for (int k = 0; k < K; k++) dst[std::size_t(k) * kPanel] = row[k];
-            } else {
-                bf16* dst = reinterpret_cast<bf16*>(panel) + 2 * c;
-                for (int k = 0; k < K; k++) dst[std::size_t(k / 2) * kPanel * 2 + (k & 1)] = f32_to_bf16(row[k]);
-            }
+            if (int8) write_column(L, panel, c, &int8->q[n * K], &int8->scales[n * int8->groups_per_row()]);
+            else write_column(L, panel, c, w + n * K);
         }
     L.parts = {PanelPart{0, base}};
     L.store = std::move(store);
@@ -84,9 +137,17 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
     L.precision = precision;
     L.bias = std::move(bias);
     kernel_isa();  // PDLAB_ISA caps oneDNN too: before its first primitive
-    L.packed = onednn_pack(L, w.data());
     reserve_x_scratch(in);  // decode's scratch, sized now
-    fill_panels(L, w.data());
+    if (!is_int8(precision)) {
+        L.packed = onednn_pack(L, w.data());
+        fill_panels(L, w.data(), nullptr);
+        return L;
+    }
+    // Quantized once; prefill (oneDNN) multiplies by the weights the int8 values stand for.
+    const QuantizedMatrix q = quantize_rows(w.data(), out, in, int8_group(precision));
+    std::vector<float>().swap(w);  // the f32 rows are no longer needed: free them before the copies grow
+    L.packed = onednn_pack(L, dequantize_rows(q).data());
+    fill_panels(L, nullptr, &q);
     return L;
 }
 
@@ -143,6 +204,7 @@ std::vector<bf16> linear_rows_bf16(const Linear& L) {
 std::string linear_impl_name(const Linear& L, int M) {
     if (M > kSmallM) return onednn_impl_name(L, M);
     if (L.precision == Precision::bf16 && use_avx512_bf16()) return "pdlab panel kernel, AVX-512 BF16";
+    if (is_int8(L.precision)) return "pdlab int8 panel kernel, " + kernel_isa();
     return "pdlab panel kernel, " + kernel_isa();
 }
 
@@ -206,6 +268,7 @@ static void reserve_x_scratch(int in) { x_scratch(in); }
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
     PanelJob j{&L, x, M, y};
     if (L.precision == Precision::f32) return run_panels(j, panel_products);
+    if (is_int8(L.precision)) return run_panels(j, panel_products_int8);  // x stays f32
     float* scratch = x_scratch(L.in);
 #if defined(__x86_64__)
     if (use_avx512_bf16()) {

@@ -18,10 +18,23 @@
 
 namespace pd {
 
-enum class Precision { f32, bf16 };
-const char* precision_name(Precision p);
-Precision parse_precision(const std::string& s);  // "f32" | "bf16", else UserError
-std::size_t bytes_per_weight(Precision p);
+// How the matrices' weights are stored. int8 is weight-only and symmetric,
+// with one f32 scale per group of G consecutive inputs of an output's row
+// (quantize.hpp); its group size is part of the precision, so that it travels
+// wherever a precision does (loading, packing, the floors of the roofline).
+enum class Precision { f32, bf16, int8_g32, int8_g64, int8_g128 };
+const char* precision_name(Precision p);  // "f32", "bf16", "int8-g64", ...
+// "f32" | "bf16" | "int8" (with `int8_group` inputs per scale: 32, 64 or 128), else UserError.
+Precision parse_precision(const std::string& s, int int8_group = 64);
+Precision int8_precision(int group);      // 32, 64 or 128, else UserError
+bool is_int8(Precision p);
+int int8_group(Precision p);              // G for int8, 0 otherwise
+std::size_t bytes_per_weight(Precision p);  // of one stored value: 4, 2 or 1 (int8 scales apart)
+// Bytes of an (out, in) matrix as stored, int8's scales included: one f32 per
+// group, ceil(in / G) groups per row (the last one shorter when G does not divide in).
+std::size_t matrix_bytes(int in, int out, Precision p);
+// Bytes per weight, scales included, for a matrix whose rows G divides: 1 + 4/G for int8.
+double stored_bytes_per_weight(Precision p);
 
 constexpr int kSmallM = 16;
 
@@ -78,6 +91,10 @@ struct Linear {
     // the last panel are zero. One panel:
     //   f32:  (in, 32)
     //   bf16: (ceil(in / 2), 32, 2): k in pairs, as vdpbf16ps takes them
+    //   int8: ceil(in / G) blocks, one per group of G inputs, each (G, 32)
+    //         int8 then (32) f32 scales: a group's weights and the scales that
+    //         multiply them are one stretch of the stream. The last group's
+    //         rows past `in` are zero.
     std::vector<PanelPart> parts;                // where the panels are; one part after make_linear
     std::shared_ptr<const PanelStore> store;     // owns the memory the parts point into
     std::vector<float> bias;                     // (out), or empty
@@ -85,19 +102,25 @@ struct Linear {
 
     int n_panels() const { return (out + kPanel - 1) / kPanel; }
     std::size_t panel_bytes() const {
+        if (is_int8(precision)) return std::size_t(n_groups()) * group_bytes();
         return precision == Precision::f32 ? std::size_t(in) * kPanel * sizeof(float)
                                            : std::size_t((in + 1) / 2) * kPanel * 2 * sizeof(bf16);
     }
+    // int8 only: groups per row, and the bytes of one group's block in a panel.
+    int n_groups() const { return (in + int8_group(precision) - 1) / int8_group(precision); }
+    std::size_t group_bytes() const { return std::size_t(int8_group(precision)) * kPanel + kPanel * sizeof(float); }
     const std::byte* panel(int p) const {  // the part holding panel p: at most one per thread
         std::size_t j = parts.size() - 1;
         while (parts[j].first > p) j--;
         return parts[j].data + std::size_t(p - parts[j].first) * panel_bytes();
     }
-    std::size_t weight_bytes() const { return std::size_t(in) * out * bytes_per_weight(precision); }
+    std::size_t weight_bytes() const { return matrix_bytes(in, out, precision); }
 };
 
 // Takes row-major f32 weights (out, in) and prepares both the panel copy in
-// `precision` and the oneDNN-packed copy.
+// `precision` and the oneDNN-packed copy. int8 is quantized here (quantize.hpp);
+// its oneDNN copy holds the dequantized weights in bf16, as a bf16 Linear's
+// (oneDNN 2.6's matmul takes no per-group scales on the weights).
 Linear make_linear(std::vector<float> w_out_in, std::vector<float> bias, int in, int out,
                    Precision precision);
 

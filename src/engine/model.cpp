@@ -44,6 +44,7 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     st.slot.resize(R);
     st.pos.resize(R);
     st.keep_rows.reserve(R);
+    st.spans.reserve(R);
     st.kept.reserve(R * c.dim);
 }
 
@@ -57,16 +58,29 @@ RunState make_run_state(const Config& c, int capacity) {
     return st;
 }
 
+// The rotary angles of positions 0 .. S-1 (Llama; GPT-2 learns its positions).
+template <class Cache>
+static void fill_rope_tables(Cache& cache, const Config& c, int S) {
+    if (c.family != Family::llama) return;
+    const std::size_t n = std::size_t(S) * (c.head_dim / 2);
+    cache.rope_cos.resize(n);
+    cache.rope_sin.resize(n);
+    rope_tables(cache.rope_cos.data(), cache.rope_sin.data(), S, c.head_dim, c.rope_theta);
+}
+
 KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
     const Config& c = m.config;
     const int S = max_seq > 0 ? std::min(max_seq, c.max_seq_len) : c.max_seq_len;
     KVCache cache = make_kv_cache(c.n_layers, batch, c.n_kv_heads, S, c.head_dim);
-    if (c.family == Family::llama) {
-        const std::size_t n = std::size_t(S) * (c.head_dim / 2);
-        cache.rope_cos.resize(n);
-        cache.rope_sin.resize(n);
-        rope_tables(cache.rope_cos.data(), cache.rope_sin.data(), S, c.head_dim, c.rope_theta);
-    }
+    fill_rope_tables(cache, c, S);
+    return cache;
+}
+
+PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks) {
+    const Config& c = m.config;
+    PagedKVCache cache = make_paged_kv_cache(c.n_layers, c.n_kv_heads, c.head_dim, block_size, total_blocks,
+                                             c.max_seq_len);
+    fill_rope_tables(cache, c, c.max_seq_len);
     return cache;
 }
 
@@ -76,15 +90,59 @@ enum class Phase { prefill, decode };
 
 CacheRoom room(const KVCache& cache) { return {cache.seq_len, cache.max_seq}; }
 
+// What forward() asks of a cache for the rows of one pass: the rotary
+// tables, where each row's K and V go, and attention over what is cached.
+// One forward serves both caches through these two adapters.
+
+// The contiguous cache: one prefill of st.slot[0], or one decode row per sequence.
+struct ContiguousPass {
+    KVCache& cache;
+    const RunState& st;
+    int rows;
+    Phase phase;
+
+    const float* rope_cos() const { return cache.rope_cos.data(); }
+    const float* rope_sin() const { return cache.rope_sin.data(); }
+    void write(int layer, int r, const float* k, const float* v) {
+        kv_write(cache, layer, st.slot[r], st.pos[r], k, v);
+    }
+    // Prefill: T queries of one sequence, query i sees positions 0..start+i.
+    // Decode : one query per sequence, each sees its whole cache.
+    void attend(float* out, const float* q, int layer, int n_heads) {
+        if (phase == Phase::prefill)
+            attention_prefill(out, q, cache, layer, st.slot[0], st.pos[0], rows, n_heads);
+        else
+            attention_decode(out, q, cache, layer, st.slot.data(), st.pos.data(), rows, n_heads);
+    }
+};
+
+// The paged cache: a mixed batch, rows grouped in spans (st.slot[r] names the span of row r).
+struct PagedPass {
+    PagedKVCache& cache;
+    const RunState& st;
+
+    const float* rope_cos() const { return cache.rope_cos.data(); }
+    const float* rope_sin() const { return cache.rope_sin.data(); }
+    void write(int layer, int r, const float* k, const float* v) {
+        paged_write(cache, layer, *st.spans[st.slot[r]].table, st.pos[r], k, v);
+    }
+    // Each span: its rows see the sequence's cached prefix and, causally, each other.
+    void attend(float* out, const float* q, int layer, int n_heads) {
+        attention_paged(out, q, cache, layer, st.spans, n_heads);
+    }
+};
+
 // One forward pass at a time in the process. Engines that share a model share
 // its packed weights, whose oneDNN scratch is per row count, not per engine,
 // and every pass uses oneDNN's one CPU stream (matmul.cpp). A pass spreads
 // over every core already, so two threads lose nothing by taking turns.
 std::mutex forward_mutex;
 
-// The layers, for the rows described by st.token / st.slot / st.pos.
+// The layers, for the rows described by st.token / st.slot / st.pos, with the
+// cache reached through `cache` (ContiguousPass or PagedPass).
 // Returns logits for st.keep_rows.
-const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Phase phase) {
+template <class Pass>
+const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
     std::lock_guard lock(forward_mutex);
     const Config& c = m.config;
     const Weights& w = m.w;
@@ -115,27 +173,20 @@ const float* forward(const Model& m, KVCache& cache, RunState& st, int rows, Pha
         // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
         if (llama) {
             rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, st.pos.data(),
-                 cache.rope_cos.data(), cache.rope_sin.data());
+                 cache.rope_cos(), cache.rope_sin());
             rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, st.pos.data(),
-                 cache.rope_cos.data(), cache.rope_sin.data());
+                 cache.rope_cos(), cache.rope_sin());
         }
 
         // 5. Append each row's K and V to its sequence's cache, at its position.
         for (int r = 0; r < rows; r++) {
             const float* row = st.qkv.data() + std::size_t(r) * qkv_stride;
-            kv_write(cache, l, st.slot[r], st.pos[r], row + Q, row + Q + KV);
+            cache.write(l, r, row + Q, row + Q + KV);
             std::memcpy(st.q.data() + std::size_t(r) * Q, row, sizeof(float) * Q);
         }
 
-        // 6. Attention over the cache.
-        //    Prefill: T queries of one sequence, query i sees positions 0..start+i.
-        //    Decode : one query per sequence, each sees its whole cache.
-        if (phase == Phase::prefill)
-            attention_prefill(st.att.data(), st.q.data(), cache, l, st.slot[0], st.pos[0], rows,
-                              c.n_heads);
-        else
-            attention_decode(st.att.data(), st.q.data(), cache, l, st.slot.data(), st.pos.data(),
-                             rows, c.n_heads);
+        // 6. Attention over the cache, each row seeing its sequence up to its own position.
+        cache.attend(st.att.data(), st.q.data(), l, c.n_heads);
 
         // 7. Output projection and residual: x += att @ Wo^T.
         linear_forward(P.attn_out, st.att.data(), rows, st.proj.data());
@@ -184,7 +235,8 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
         for (int i = 0; i < T; i++) st.keep_rows.push_back(i);
     else
         st.keep_rows.push_back(T - 1);
-    const float* logits = forward(m, cache, st, T, Phase::prefill);
+    ContiguousPass pass{cache, st, T, Phase::prefill};
+    const float* logits = forward(m, pass, st, T);
     cache.seq_len[slot] = start + T;
     return logits;
 }
@@ -200,8 +252,54 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
         st.token[r] = tokens[r], st.slot[r] = slots[r], st.pos[r] = cache.seq_len[slots[r]];
         st.keep_rows.push_back(r);
     }
-    const float* logits = forward(m, cache, st, rows, Phase::decode);
+    ContiguousPass pass{cache, st, rows, Phase::decode};
+    const float* logits = forward(m, pass, st, rows);
     for (int r = 0; r < rows; r++) cache.seq_len[slots[r]] += 1;
+    return logits;
+}
+
+// The mixed batch's rows: item i's tokens at positions table->len .., its
+// span of rows in st.spans[i], its last row kept when it asks for logits.
+static int lay_out_batch(const Config& c, const PagedKVCache& cache, RunState& st, std::span<const BatchItem> items) {
+    int rows = 0;
+    for (const BatchItem& it : items) rows += int(it.tokens.size());
+    if (rows > st.capacity) size_run_state(st, c, rows);  // grows once per larger step
+    st.spans.clear();
+    st.keep_rows.clear();
+    int r = 0;
+    for (std::size_t i = 0; i < items.size(); i++) {
+        const BlockTable& t = *items[i].table;
+        const int n = int(items[i].tokens.size());
+        if (blocks_for(cache, t.len + n) > int(t.blocks.size()))
+            fail("internal error: {} positions written to a sequence with room reserved for {}", t.len + n,
+                 int(t.blocks.size()) * cache.block_size);
+        st.spans.push_back({&t, r, t.len, n});
+        for (int j = 0; j < n; j++, r++) st.token[r] = items[i].tokens[j], st.slot[r] = int(i), st.pos[r] = t.len + j;
+        if (items[i].logits) st.keep_rows.push_back(r - 1);
+    }
+    return rows;
+}
+
+// Refuses what cannot run: no tokens, ids outside the vocabulary, a sequence
+// past the context or named twice (its rows would write the same positions).
+static void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items) {
+    for (auto it = items.begin(); it != items.end(); ++it) {
+        if (it->tokens.empty()) fail("a batch item with no tokens: each brings a chunk or one decode token");
+        check_tokens(c, it->tokens);
+        if (it->table->len + int(it->tokens.size()) > cache.max_seq)
+            fail("{} tokens after {} cached ones exceed the context length of {}", it->tokens.size(), it->table->len,
+                 cache.max_seq);
+        for (auto prev = items.begin(); prev != it; ++prev)
+            if (prev->table == it->table) fail("one sequence appears twice in a batch: give it one item per step");
+    }
+}
+
+const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items) {
+    check_batch(m.config, cache, items);
+    const int rows = lay_out_batch(m.config, cache, st, items);
+    PagedPass pass{cache, st};
+    const float* logits = forward(m, pass, st, rows);
+    for (const BatchItem& it : items) it.table->len += int(it.tokens.size());
     return logits;
 }
 

@@ -10,6 +10,12 @@
 //
 // Both run the same layers (forward() in model.cpp); they differ in how many
 // rows go through and in which attention kernel reads the cache.
+//
+//   forward_batch(items) : serving (track 2). Several sequences in ONE pass over
+//                     the paged cache: some bring a prefill chunk, others one
+//                     decode token. Their rows are stacked, so each weight
+//                     matrix is one product for all of them; attention runs
+//                     per sequence through its block table.
 #pragma once
 
 #include <memory>
@@ -17,7 +23,9 @@
 #include <vector>
 
 #include "io/config.hpp"
+#include "engine/attention.hpp"
 #include "engine/kv_cache.hpp"
+#include "engine/paged_kv_cache.hpp"
 #include "engine/weights.hpp"
 #include "engine/weights_cpu.hpp"
 
@@ -63,9 +71,10 @@ struct RunState {
     std::vector<float> kept;     // (kept rows, dim) final-normed rows whose logits we want
     std::vector<float> logits;   // (kept rows, vocab)
     std::vector<int> token;      // (rows) token id of each row
-    std::vector<int> slot;       // (rows) cache slot (sequence) of each row
+    std::vector<int> slot;       // (rows) cache slot (sequence) of each row; forward_batch: its item
     std::vector<int> pos;        // (rows) position of each row in its sequence
     std::vector<int> keep_rows;  // (kept rows) which rows get logits
+    std::vector<PagedSpan> spans;  // (items) forward_batch: each sequence's run of rows
 };
 
 RunState make_run_state(const Config& c, int capacity);
@@ -92,5 +101,21 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
 // turns, since they share scratch inside the packed weights (see model.cpp).
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens);
+
+// A paged cache of `total_blocks` blocks of `block_size` positions for this
+// model, with the rotary tables of its whole context.
+PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks);
+
+// One sequence's share of a mixed batch.
+struct BatchItem {
+    BlockTable* table = nullptr;   // its blocks: room for table->len + n positions already reserved
+    std::span<const int> tokens;   // (n >= 1): a prefill chunk, or one decode token, from position table->len
+    bool logits = true;            // whether its last row gets logits
+};
+
+// One forward pass over every item (each sequence at most once): writes their
+// K/V through their block tables and advances table->len. Returns the logits
+// of the items that ask, in order: (n_logits, vocab).
+const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items);
 
 }  // namespace pd

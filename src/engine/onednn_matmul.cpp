@@ -97,7 +97,8 @@ struct PackedWeights {
 
 std::shared_ptr<PackedWeights> onednn_pack(const Linear& L, const float* w_out_in) {
     auto p = std::make_shared<PackedWeights>();
-    const bool bf16_weights = L.precision == Precision::bf16;
+    // int8 Linears pass their dequantized weights: packed as bf16 ones are.
+    const bool bf16_weights = L.precision != Precision::f32;
     p->widened = bf16_weights && !onednn_has_bf16();
     p->wdt = bf16_weights && !p->widened ? dt::bf16 : dt::f32;
     // Ask oneDNN which weight layout it wants for a typical prefill (M = 128),
@@ -155,7 +156,8 @@ void onednn_forward(const Linear& L, const float* x, int M, float* y) {
 
 std::string onednn_impl_name(const Linear& L, int M) {
     std::string impl = L.packed->get(L, M).impl;
-    return L.packed->widened ? impl + " (bf16 as f32)" : impl;
+    if (L.packed->widened) impl += " (bf16 as f32)";
+    return is_int8(L.precision) ? impl + " (int8 dequantized to bf16)" : impl;
 }
 
 }  // namespace pd

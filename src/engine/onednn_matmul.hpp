@@ -14,7 +14,9 @@ namespace pd {
 // no bf16 matmul for this CPU (below AVX512_CORE, or PDLAB_ISA=avx2), bf16
 // weights are packed widened to f32 and x is rounded to bf16 before each
 // product: the same arithmetic (bf16 x bf16 products are exact in f32, summed
-// in f32), twice the bytes.
+// in f32), twice the bytes. int8 Linears pass their dequantized weights (q * s)
+// and are packed as bf16 ones: prefill is compute-bound, so their bytes matter
+// little there, and oneDNN 2.6 has no per-group scales on matmul weights.
 std::shared_ptr<PackedWeights> onednn_pack(const Linear& L, const float* w_out_in);
 
 // Whether oneDNN has a bf16 matmul on this CPU, under PDLAB_ISA's cap (it

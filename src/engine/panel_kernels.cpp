@@ -37,32 +37,16 @@
 #include <hwy/highway.h>
 
 #include "engine/simd-inl.h"
+#include "engine/panel-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pd {
 namespace HWY_NAMESPACE {
-constexpr int kVecs = kPanel / kLanes;  // vectors per panel row
 // Rows per pass: accumulators (rows x kVecs) + broadcasts + one weight vector
 // must fit the register file (16 vectors with AVX2, 32 with AVX-512 and NEON).
 constexpr int kRowsPerPass = std::clamp((kRegs - 1) / (kVecs + 1), 1, 8);
 // Interleaved partial sums for MB rows: about 8 independent chains.
 constexpr int unroll(int MB) { return std::max(1, 8 / (MB * kVecs)); }
-
-// Adds the U partial sums of MB rows, adds the bias and stores ncols outputs.
-template <int MB, int U>
-HWY_INLINE void store_sums(V (&acc)[U][MB][kVecs], float* y, int ldy, const float* bias, int ncols) {
-    const D d;
-    for (int m = 0; m < MB; m++) {
-        HWY_ALIGN float row[kPanel];
-        for (int v = 0; v < kVecs; v++) {
-            V s = acc[0][m][v];
-            for (int u = 1; u < U; u++) s = hn::Add(s, acc[u][m][v]);
-            hn::Store(s, d, row + v * kLanes);
-        }
-        float* out = y + std::size_t(m) * ldy;
-        for (int c = 0; c < ncols; c++) out[c] = row[c] + (bias ? bias[c] : 0.0f);
-    }
-}
 
 // One f32 panel (K, 32) times MB rows of x (stride ldx).
 template <int MB, int U>

@@ -26,6 +26,10 @@ struct PanelJob {
 // instruction set (see isa.hpp), f32 or bf16 weights.
 void panel_products(const PanelJob& job, int first, int last);
 
+// The same for int8 weights (panel_int8.cpp): the Highway kernel of the
+// chosen instruction set, x in f32.
+void panel_products_int8(const PanelJob& job, int first, int last);
+
 // The same with vdpbf16ps, for bf16 weights where use_avx512_bf16(); needs
 // x_hi/x_lo from split_x_avx512_bf16. x86 builds only.
 void panel_products_avx512_bf16(const PanelJob& job, int first, int last);

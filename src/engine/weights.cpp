@@ -185,10 +185,11 @@ const std::vector<float>& head_rows(const Weights& w) {
 }
 
 std::size_t matmul_weight_bytes(const Weights& w) {
-    std::size_t elems = std::size_t(w.head.in) * w.head.out;
+    std::size_t bytes = matrix_bytes(w.head.in, w.head.out, w.precision);
     for (auto& L : w.layers)
-        for (const Matrix* m : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out}) elems += std::size_t(m->in) * m->out;
-    return elems * bytes_per_weight(w.precision);
+        for (const Matrix* m : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out})
+            bytes += matrix_bytes(m->in, m->out, w.precision);
+    return bytes;
 }
 
 }  // namespace pd

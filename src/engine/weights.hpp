@@ -66,7 +66,7 @@ Weights synthetic_weights(const Config& c, Precision precision, unsigned long lo
                           const Progress& progress = {});
 
 // Bytes of the matrix weights a decode step reads (every Matrix, head
-// included) once prepared in w.precision.
+// included) once prepared in w.precision, int8's scales included.
 std::size_t matmul_weight_bytes(const Weights& w);
 
 }  // namespace pd

@@ -52,8 +52,10 @@ long long json_integer(const Json& v, const std::string& where, long long lo, lo
         fail("{} must be an integer in {}..{}, got {}", where, lo, hi, describe_json(v));
     };
     if (v.is_number_unsigned()) {
-        if (v.get<unsigned long long>() > static_cast<unsigned long long>(hi)) out_of_range();
-        return static_cast<long long>(v.get<unsigned long long>());
+        const unsigned long long u = v.get<unsigned long long>();
+        if (u > static_cast<unsigned long long>(hi) || (lo > 0 && u < static_cast<unsigned long long>(lo)))
+            out_of_range();
+        return static_cast<long long>(u);
     }
     if (v.is_number_integer()) {
         if (v.get<long long>() < lo || v.get<long long>() > hi) out_of_range();

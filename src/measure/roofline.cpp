@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -151,7 +152,7 @@ PeakResult measure_peak_gflops(Precision precision, int n, int min_reps, double 
 // --- phase costs ----------------------------------------------------------------------
 
 double matmul_bytes(const Config& c, Precision p) {
-    return double(c.n_matmul_params()) * double(bytes_per_weight(p));
+    return double(c.n_matmul_params()) * stored_bytes_per_weight(p);
 }
 
 static PhaseCost finish(PhaseCost pc, const Ceilings& roof) {
@@ -173,6 +174,54 @@ PhaseCost prefill_cost(const Config& c, Precision p, int prompt_len, int batch, 
                     2.0 * 2.0 * c.n_layers * c.n_heads * double(c.head_dim) * attn_pairs);
     pc.bytes = matmul_bytes(c, p) + B * P * double(c.kv_elems_per_token()) * sizeof(float);
     return finish(pc, roof);
+}
+
+// --- product by product -------------------------------------------------------------
+
+namespace {
+
+// The model's products for `rows` rows through every layer, and the head for
+// `head_rows`; weight bytes once whatever the rows. `kv_positions`: the
+// positions whose K (and V) attention moves, `pairs`: (query, key) pairs.
+std::vector<ProductCost> products(const Config& c, Precision p, double rows, double head_rows,
+                                  double pairs, double kv_positions) {
+    const double L = c.n_layers, D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
+    const double bpw = double(bytes_per_weight(p));
+    const double mlp_in_out = c.family == Family::llama ? 2 * F : F;  // gate and up, fused
+    auto matmul = [&](const char* name, double in, double out, double r, double layers) {
+        return ProductCost{name, 2 * r * in * out * layers, in * out * layers * bpw};
+    };
+    // Each pair: a dot product of head_dim (QK^T), or a weighted add of a V row (PV), per query head.
+    const double attn_flops = 2 * L * c.n_heads * double(c.head_dim) * pairs;
+    const double k_bytes = kv_positions * L * KV * sizeof(float);
+    return {matmul("qkv", D, Q + 2 * KV, rows, L),
+            {"attn_scores", attn_flops, k_bytes},
+            {"attn_values", attn_flops, k_bytes},
+            matmul("attn_out", Q, D, rows, L),
+            matmul("mlp_in", D, mlp_in_out, rows, L),
+            matmul("mlp_out", F, D, rows, L),
+            matmul("head", D, c.vocab_size, head_rows, 1)};
+}
+
+}  // namespace
+
+std::vector<ProductCost> prefill_products(const Config& c, Precision p, int prompt_len, int batch) {
+    const double P = prompt_len, B = batch;
+    return products(c, p, B * P, B, B * P * (P + 1) / 2, B * P);
+}
+
+std::vector<ProductCost> decode_products(const Config& c, Precision p, int batch, double context) {
+    const double B = batch;
+    return products(c, p, B, B, B * context, B * context);
+}
+
+long decode_compute_bound_batch(const Config& c, Precision p, double context, double ridge) {
+    // intensity(B) = B f / (W + B k) with f, k one sequence's FLOPs and K/V
+    // bytes, W the weight bytes: it reaches R where B (f - R k) >= R W.
+    const PhaseCost one = decode_cost(c, p, 1, context, {});
+    const double W = matmul_bytes(c, p), k = one.bytes - W, gain = one.flops - ridge * k;
+    if (gain <= 0) return 0;
+    return std::max(1L, long(std::ceil(ridge * W / gain)));
 }
 
 PhaseCost decode_cost(const Config& c, Precision p, int batch, double context, const Ceilings& roof) {

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "io/config.hpp"
 #include "engine/matmul.hpp"
@@ -102,5 +103,30 @@ PhaseCost decode_cost(const Config& c, Precision p, int batch, double context, c
 
 // Bytes of matrix weights one decode step streams (every Linear and the head).
 double matmul_bytes(const Config& c, Precision p);
+
+// --- the same costs, product by product ---------------------------------------------
+//
+// The reference lab 10's counts are checked against: one row per matrix
+// product (summed over the layers) and per half of attention, in the order a
+// layer runs them. Their sums are prefill_cost's and decode_cost's FLOPs and
+// bytes. Bytes per row:
+//   qkv, attn_out, mlp_in, mlp_out, head   the weights, at the precision, once
+//   attention QK^T                         K: read by decode (B x context
+//                                          positions), written by prefill (B x P)
+//   attention PV                           V: the same
+// Activations are left out: a few rows of dim floats, they stay in the caches.
+struct ProductCost {
+    const char* name = "";  // "qkv", "attn_out", "mlp_in", "mlp_out", "head", "attn_scores", "attn_values"
+    double flops = 0;
+    double bytes = 0;
+};
+std::vector<ProductCost> prefill_products(const Config& c, Precision p, int prompt_len, int batch);
+std::vector<ProductCost> decode_products(const Config& c, Precision p, int batch, double context);
+
+// The smallest decode batch B whose intensity decode_cost(c, p, B, context)
+// reaches `ridge` (FLOP/byte): from there on batching costs time. 0 when no
+// batch does: each sequence's K/V bytes grow with B as fast as its FLOPs, so
+// at long contexts the intensity levels off below the ridge.
+long decode_compute_bound_batch(const Config& c, Precision p, double context, double ridge);
 
 }  // namespace pd

@@ -25,8 +25,16 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
         ->check(CLI::Range(1, 1024).description("(1 to 1024)"));
     app->add_option("--precision", o.precision,
                     "f32: weights and math in float32. bf16: weights stored in bfloat16 (half the "
-                    "bytes for decode to stream), products accumulated in float32.")
-        ->check(CLI::IsMember({"f32", "bf16"}))
+                    "bytes for decode to stream), products accumulated in float32. int8: weights "
+                    "quantized at load to 8-bit integers with one float32 scale per --group-size "
+                    "inputs (about a quarter of f32's bytes); decode multiplies them in float32, "
+                    "prefill uses them dequantized to bfloat16. CPU only.")
+        ->check(CLI::IsMember({"f32", "bf16", "int8"}))
+        ->capture_default_str();
+    app->add_option("--group-size", o.group_size,
+                    "int8 only: consecutive inputs of a weight row that share one scale (max |w| / "
+                    "127). Smaller groups follow the weights more closely and cost more scale bytes.")
+        ->check(CLI::IsMember({32, 64, 128}))
         ->capture_default_str();
     app->add_option("--device", o.device,
                     "cpu, or cuda for the GPU backend (refused with a clear message where this "
@@ -55,19 +63,24 @@ void add_prompt(CLI::App* app, PromptOptions& p, bool required) {
 
 void apply_runtime(const CommonOptions& o) {
     if (o.threads > 0) omp_set_num_threads(o.threads);
-    parse_precision(o.precision);
+    const Precision p = precision_of(o);
     Device d = parse_device(o.device);
+    if (d == Device::cuda && is_int8(p))
+        fail("--precision int8 runs on the CPU only: the CUDA backend has no int8 kernels yet. Use "
+             "--device cpu, or --precision bf16 on the GPU.");
     std::string why;
     if (d == Device::cuda && !cuda_available(&why))
         fail("--device cuda is not available: {}. Use --device cpu.", why);
 }
+
+Precision precision_of(const CommonOptions& o) { return parse_precision(o.precision, o.group_size); }
 
 Session load_session(const CommonOptions& o) {
     apply_runtime(o);
     Session s;
     // Only the engine --device names: a CPU run keeps no row-major copy of the matrices.
     const Device d = parse_device(o.device);
-    s.loaded = load_model(o.model, parse_precision(o.precision), true,
+    s.loaded = load_model(o.model, precision_of(o), true,
                           {.cpu = d == Device::cpu, .cuda = d == Device::cuda});
     return s;
 }

@@ -19,12 +19,13 @@ struct CommonOptions {
     std::string model = "tiny";
     int threads = 0;                 // 0: all cores
     std::string precision = "f32";
+    int group_size = 64;             // --group-size: inputs per int8 scale
     std::string device = "cpu";
     std::string json;                // write machine-readable results here
     int max_seq = 0;                 // --max-seq: cache positions per sequence (0: what the command needs)
 };
 
-// --model, --threads, --precision, --device, --max-seq (and --json when `with_json`).
+// --model, --threads, --precision, --group-size, --device, --max-seq (and --json when `with_json`).
 void add_common(CLI::App* app, CommonOptions& o, bool with_json = true);
 
 // The workload flags bench and compare share: -P, -n, -B, --warmup, -r, --seed.
@@ -41,6 +42,9 @@ void add_prompt(CLI::App* app, PromptOptions& p, bool required = true);
 
 // Sets the OpenMP thread count; checks the device and precision early.
 void apply_runtime(const CommonOptions& o);
+
+// --precision with --group-size, as the engine takes it.
+Precision precision_of(const CommonOptions& o);
 
 struct Session {
     LoadedModel loaded;

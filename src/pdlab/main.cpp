@@ -1,4 +1,4 @@
-// pdlab: generate text, dump logits, trace and benchmark a model.
+// pdlab: generate text, dump logits, trace and benchmark a model, replay request traces.
 //   pdlab <command> --help   tells what each command does and takes.
 #include <cstdio>
 #include <string>

@@ -16,6 +16,7 @@
 #ifdef PDLAB_HAVE_CUDA
 #include "attention.cuh"
 #include "cuda_engine.hpp"
+#include "model.cuh"
 #endif
 
 using namespace pd;
@@ -115,5 +116,23 @@ TEST_CASE("gpu.host.prefill_chunking") {
     // Decode: splits of 256 keys; partial outputs plus (max, sum) per split.
     CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 16 * 66);
     CHECK(gpu::attention_decode_scratch(1, 8, 1, 64) == std::size_t(8) * 1 * 66);
+}
+#endif
+
+#ifdef PDLAB_HAVE_CUDA
+TEST_CASE("gpu.host.run_state_bytes") {
+    // What the engine counts against free memory before it allocates: per row
+    // the residual, the [q | k | v] projections, the attention output and the
+    // MLP hidden (f32), the product inputs (xn and mlp_act in f32, or one bf16
+    // buffer as wide as the widest input) and token / slot / pos; per row of
+    // logits the kept row and the logits; then the attention scratch.
+    gpu::DeviceShape c;
+    c.dim = 64, c.hidden_dim = 172, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16, c.vocab_size = 100;
+    const std::size_t f32_row = (64 + 64 + (64 + 2 * 32) + 64 + 2 * 172 + 172) * 4 + 3 * 4;
+    const std::size_t bf16_row = (64 + (64 + 2 * 32) + 64 + 2 * 172) * 4 + 172 * 2 + 3 * 4;
+    const std::size_t logits_row = (64 + 100) * 4;
+    INFO("rows x per-row bytes + logits rows x (dim + vocab) floats + scratch floats");
+    CHECK(gpu::run_state_bytes(c, false, 10, 2, 1000) == 10 * f32_row + 2 * logits_row + 4000);
+    CHECK(gpu::run_state_bytes(c, true, 10, 2, 1000) == 10 * bf16_row + 2 * logits_row + 4000);
 }
 #endif

@@ -46,6 +46,9 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   speculate_0            generate  speculate|at least 1
   speculate_past_context generate  context      (--speculate 40 on a 32-position model)
   speculate_no_draft     generate  draft
+  serve_*                serve-sim a malformed trace line, an unknown key, a request longer than
+                                   the context, a token budget of 0, --engine paged (not built),
+                                   a bad --goodput or --output-len
 
 In the --draft cases, @MODEL stands for the case's own checkpoint folder.
 
@@ -454,6 +457,31 @@ CASES = [
 ]
 
 
+def with_trace(*lines):
+    """The good checkpoint, with trace.jsonl (these lines) in its folder for serve-sim."""
+    def mk(d):
+        good_llama(d)
+        with open(os.path.join(d, "trace.jsonl"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return d
+    return mk
+
+
+GOOD_LINE = '{"id": 0, "arrival_s": 0, "prompt_ids": [1, 2, 3], "max_tokens": 2}'
+CASES += [
+    ("serve_trace_malformed", with_trace(GOOD_LINE, '{"id": 1, "prompt_ids": [1, 2'), "serve-sim", [],
+     r"line 2"),
+    ("serve_trace_unknown_key", with_trace('{"id": 1, "prompt_ids": [1], "max_token": 2}'), "serve-sim", [],
+     r"unknown key"),
+    ("serve_request_too_long", with_trace('{"id": 4, "prompt_ids": [%s], "max_tokens": 2}'
+                                          % ",".join(["7"] * (CTX + 1))), "serve-sim", [], r"context"),
+    ("serve_budget_0", good_llama, "serve-sim", ["--max-tokens-per-step", "0"], r"budget|tokens-per-step"),
+    ("serve_engine_paged", good_llama, "serve-sim", ["--engine", "paged"], r"paged"),
+    ("serve_goodput_bad", good_llama, "serve-sim", ["--goodput", "ttfb:5"], r"goodput"),
+    ("serve_output_len_bad", good_llama, "serve-sim", ["--output-len", "gauss:3"], r"output-len"),
+]
+
+
 def has_nvidia_gpu():
     if os.path.exists("/dev/nvidia0"):
         return True
@@ -475,6 +503,12 @@ def build_cmd(pdlab, command, model, extra, work, name):
         cmd += ([] if has_ids else ["--prompt-ids", IDS]) + ["--greedy", "--json", os.path.join(work, name + ".json")]
         if "-n" not in extra:
             cmd += ["-n", "4"]
+    elif command == "serve-sim":
+        trace = os.path.join(model, "trace.jsonl")
+        cmd += ["--quiet"] + (["--trace", trace] if os.path.exists(trace) else ["--num-requests", "2", "--rate", "inf"])
+        for flag, value in (("--prompt-len", "fixed:4"), ("--output-len", "fixed:2")):
+            if flag not in extra and not os.path.exists(trace):
+                cmd += [flag, value]
     return cmd + [model if x == "@MODEL" else x for x in extra]
 
 

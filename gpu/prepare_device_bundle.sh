@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Prepares, on a Debian 12 machine with a network, what gpu/device_run.sh needs
+# on a GPU machine that has CUDA but none of the kit's Debian packages and no
+# package registry (see docs/gpu.md, "A run on a lent GPU machine"):
+#
+#   .device/debs/*.deb   the packages below (apt-get download: nothing is installed)
+#   .device/COMMIT       the commit they were prepared at
+#
+# .device/ is ignored by git; the device tool carries it (carry [".device"]),
+# within its 64 MiB limit for the working tree and carried paths together.
+#
+#   gpu/prepare_device_bundle.sh [--dry-run]
+#
+# --dry-run then runs gpu/device_run.sh here as the GPU machine would, with
+# only the bundle: inside bubblewrap, every file of the bundled packages that
+# this machine has installed is hidden (an empty file in its place), PATH holds
+# only /usr/bin, /bin and CUDA, and ccache is off, so the configure and build
+# must find everything in the unpacked bundle and the build time is what an
+# uncached build costs. Its report lands in .device/dry-run/. With no GPU
+# here, the GPU steps skip (77) and the report says no GPU was found.
+set -euo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+# The build's packages (meson, ninja, pkg-config; the -dev libraries with their
+# runtime libraries) and what those need at run time beyond a CUDA image:
+# libdnnl2 loads libOpenCL. libgomp1 and libpcre2-8-0 come along in case the
+# machine lacks them; python3 (for meson and lab_compare.py) is assumed there.
+packages=(
+    meson ninja-build pkgconf pkgconf-bin libpkgconf3
+    libfmt-dev libfmt9 nlohmann-json3-dev libcli11-dev doctest-dev
+    libhwy-dev libhwy1 libdnnl-dev libdnnl2 ocl-icd-libopencl1
+    libpcre2-dev libpcre2-8-0 libgomp1
+)
+# Left visible in the dry run: this machine's own tools (gcc, grep) need them.
+keep_visible=(libgomp1 libpcre2-8-0 libpkgconf3)
+carry_limit=$((64 << 20))
+
+say() { echo "prepare_device_bundle: $*" >&2; }
+
+download() {
+    rm -rf .device/debs
+    mkdir -p .device/debs
+    (cd .device/debs && apt-get download "${packages[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed')
+    echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with local changes)')" >.device/COMMIT
+}
+
+# Bytes that would travel: the tracked and untracked-not-ignored files, plus .device/debs.
+measure() {
+    local tree debs
+    tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -n1 | cut -f1)
+    debs=$(du -cb .device/debs/*.deb | tail -n1 | cut -f1)
+    say "bundle: $(ls .device/debs | wc -l) packages, $((debs >> 20)) MiB; working tree $((tree >> 20)) MiB;" \
+        "together $(((tree + debs) >> 20)) MiB of the $((carry_limit >> 20)) MiB the device tool carries"
+    if [ $((tree + debs)) -ge "$carry_limit" ]; then
+        say "OVER the carry limit: the device tool would refuse this working tree"
+        return 1
+    fi
+}
+
+# bubblewrap arguments hiding every installed file of the bundled packages.
+hide_installed() {
+    local deb name path
+    for deb in .device/debs/*.deb; do
+        name=$(dpkg-deb -f "$deb" Package)
+        [[ " ${keep_visible[*]} " == *" $name "* ]] && continue
+        dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | while read -r path; do
+            if [ -f "$path" ] && [ ! -L "$path" ]; then printf -- '--ro-bind\0/dev/null\0%s\0' "$path"; fi
+        done
+    done
+}
+
+dry_run() {
+    command -v bwrap >/dev/null || { say "--dry-run needs bubblewrap (apt-get install bubblewrap)"; exit 2; }
+    local hide=()
+    mapfile -d '' hide < <(hide_installed)
+    say "dry run: $(( ${#hide[@]} / 3 )) installed files of the bundled packages hidden"
+    rm -rf .device/dry-run .device/build
+    bwrap --ro-bind / / --dev /dev --proc /proc --bind /tmp /tmp --bind "$PWD" "$PWD" "${hide[@]}" -- \
+        env -i HOME="$HOME" TERM=dumb PATH=/usr/bin:/bin:/usr/local/cuda/bin CCACHE_DISABLE=1 \
+        OUT=.device/dry-run BUDGET_S="${BUDGET_S:-3000}" JOBS="${JOBS:-2}" gpu/device_run.sh || true
+    say "dry run done: .device/dry-run/report.md, .device/dry-run/device_run.log"
+}
+
+download
+measure
+[ "${1:-}" = --dry-run ] && dry_run
+exit 0

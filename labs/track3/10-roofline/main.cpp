@@ -1,0 +1,337 @@
+// Lab 10: the roofline of this machine, and where prefill and decode land on it.
+//
+//   [1] the ceilings   DRAM read bandwidth and the matrix peak, measured here
+//                      (src/measure/roofline.hpp), and the ridge point between them
+//   [2] the counts     your FLOPs and bytes of every product of a prefill and a
+//                      decode step, next to the engine's own accounting
+//   [3] the phases     real prefill and decode runs of two models, timed; each
+//                      placed at your counted intensity and its measured GFLOP/s,
+//                      under your roof
+//   [4] the turn       the batch at which decode turns compute-bound (yours)
+// The points go to --out/roofline.json, and plot.py draws them.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "exercise.hpp"
+#include "lab_main.hpp"
+#include "engine/model.hpp"
+#include "measure/hardware.hpp"
+#include "measure/roofline.hpp"
+#include "measure/timing.hpp"
+#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
+
+using namespace pd;
+using namespace pd::lab10;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Options {
+    cli::CommonOptions lab;
+    std::string synthetic = "synthetic:bench-llama-125m";
+    int prompt_len = 128;
+    std::vector<int> batches{1, 4, 16};
+    int gen = 16;
+    int warmup = 1;
+    int repeats = 3;
+    int bandwidth_mib = 512;
+    int peak_n = 2048;
+    double seconds = 0.5;
+    std::string out = "lab10-results";
+    bool no_plot = false;
+};
+
+double total(const std::vector<Count>& rows, double Count::*field) {
+    double s = 0;
+    for (const Count& r : rows) s += r.*field;
+    return s;
+}
+
+std::string si(double v) {
+    if (v >= 1e9) return fmt::format("{:.2f} G", v / 1e9);
+    if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
+    if (v >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
+    return fmt::format("{:.0f}", v);
+}
+
+// --- [1] the ceilings ---------------------------------------------------------------
+
+Ceilings measure_machine(const Options& o, Precision p, json& j) {
+    std::printf("\n[1] this machine's ceilings (%s, %d threads)\n", cpu_model().c_str(), omp_get_max_threads());
+    std::fflush(stdout);
+    const std::size_t bytes = std::size_t(o.bandwidth_mib) << 20;
+    const BandwidthResult bw = measure_read_bandwidth(bytes, 5, o.seconds);
+    const PeakResult peak = measure_peak_gflops(p, o.peak_n, 3, o.seconds);
+    // Once more after the peak probe: bandwidth drifts on a shared machine.
+    const BandwidthResult bw2 = measure_read_bandwidth(bytes, 5, o.seconds);
+    const Ceilings roof{peak.best_gflops, std::max(bw.best_gbps, bw2.best_gbps)};
+    std::printf("  DRAM read bandwidth  %8.1f GB/s      best pass over %d MiB (before %.1f, after %.1f)\n",
+                roof.bandwidth_gbps, o.bandwidth_mib, bw.best_gbps, bw2.best_gbps);
+    std::printf("  %-4s matrix peak     %8.1f GFLOP/s  oneDNN, %d^3 (%s)\n", precision_name(p), roof.peak_gflops,
+                peak.n, peak.impl.c_str());
+    std::printf("  ridge point          %8.2f FLOP/byte: below it memory-bound, above it compute-bound\n",
+                roof.ridge());
+    j["ceilings"] = {{"bandwidth_gbps", roof.bandwidth_gbps}, {"bandwidth_gbps_before", bw.best_gbps},
+                     {"bandwidth_gbps_after", bw2.best_gbps}, {"peak_gflops", roof.peak_gflops},
+                     {"peak_impl", peak.impl}, {"ridge", roof.ridge()}, {"precision", precision_name(p)}};
+    return roof;
+}
+
+// --- [2] the counts ------------------------------------------------------------------
+
+// Your rows of one pass next to the engine's; false on any difference.
+bool compare_counts(const std::vector<Count>& mine, const std::vector<ProductCost>& ref) {
+    bool ok = mine.size() == ref.size();
+    std::printf("  %-12s %11s %11s %10s\n", "product", "FLOPs", "bytes", "FLOP/byte");
+    for (std::size_t i = 0; i < mine.size(); i++) {
+        const bool same = i < ref.size() && mine[i].name == ref[i].name &&
+                          std::abs(mine[i].flops - ref[i].flops) <= 1e-9 * ref[i].flops &&
+                          std::abs(mine[i].bytes - ref[i].bytes) <= 1e-9 * ref[i].bytes;
+        ok = ok && same;
+        std::printf("  %-12s %11s %10sB %10.2f%s\n", mine[i].name.c_str(), si(mine[i].flops).c_str(),
+                    si(mine[i].bytes).c_str(), mine[i].bytes > 0 ? mine[i].flops / mine[i].bytes : 0.0,
+                    same ? "" : fmt::format("   <-- engine: {} FLOPs, {}B", si(i < ref.size() ? ref[i].flops : 0),
+                                            si(i < ref.size() ? ref[i].bytes : 0)).c_str());
+    }
+    const double f = total(mine, &Count::flops), b = total(mine, &Count::bytes);
+    std::printf("  %-12s %11s %10sB %10.2f\n", "total", si(f).c_str(), si(b).c_str(), f / b);
+    return ok;
+}
+
+bool show_counts(const Options& o, const Config& c, const std::string& model, Precision p) {
+    const int P = o.prompt_len;
+    std::printf("\n[2] your counts for %s (%s weights)\n  prefill of %d tokens:\n", model.c_str(),
+                precision_name(p), P);
+    bool ok = compare_counts(count_phase(c, {Phase::prefill, p, 1, P, 0}), prefill_products(c, p, P, 1));
+    std::printf("  one decode step, batch 1, %d cached positions:\n", P);
+    ok = compare_counts(count_phase(c, {Phase::decode, p, 1, 0, double(P)}), decode_products(c, p, 1, P)) && ok;
+    if (!ok) std::printf("  your counts differ from the engine's: run the lab10.phase tests\n");
+    return ok;
+}
+
+// --- [3] the phases, measured --------------------------------------------------------
+
+// One measured point: your counted intensity, the measured rate, your roof.
+json place(const char* phase, int batch, const std::vector<Count>& rows, double ms, const Ceilings& roof) {
+    const double f = total(rows, &Count::flops), b = total(rows, &Count::bytes), I = f / b;
+    const double attained = f / (ms * 1e6), ceiling = attainable_gflops(I, roof.peak_gflops, roof.bandwidth_gbps);
+    // Above the roof: bytes that came from the caches, not DRAM, or a peak probed at a busier moment.
+    const char* where = attained > 1.05 * ceiling ? "ABOVE the roof: README \"Above the roof\""
+                        : I < roof.ridge()       ? "memory-bound"
+                                                 : "compute-bound";
+    std::printf("  %-8s %5d %10.3f %10.2f %11.1f %11.1f %8.0f%%   %s\n", phase, batch, ms, I, attained, ceiling,
+                100.0 * attained / ceiling, where);
+    return {{"phase", phase}, {"batch", batch}, {"ms", ms}, {"flops", f}, {"bytes", b}, {"intensity", I},
+            {"attained_gflops", attained}, {"roof_gflops", ceiling}};
+}
+
+// Timed runs of the model's own forward passes (model.hpp), on one cache of
+// `batch` slots: one prompt prefilled, then copied into every slot, so a
+// batch of B costs one prefill, not B.
+struct Timings {
+    double prefill_ms = 0;      // median, one prompt of P tokens
+    double decode_ms = 0;       // median step for all B sequences
+    double decode_context = 0;  // mean positions a step attends to, per sequence
+};
+
+void copy_slot0_everywhere(KVCache& c) {
+    const std::size_t per_slot = std::size_t(c.n_kv_heads) * c.max_seq * c.head_dim;
+    for (int l = 0; l < c.n_layers; l++)
+        for (int b = 1; b < c.batch; b++) {
+            std::memcpy(kv_key(c, l, b, 0, 0), kv_key(c, l, 0, 0, 0), per_slot * sizeof(float));
+            std::memcpy(kv_value(c, l, b, 0, 0), kv_value(c, l, 0, 0, 0), per_slot * sizeof(float));
+        }
+}
+
+Timings time_phases(const Model& m, const Options& o, int B) {
+    const int P = o.prompt_len;
+    KVCache cache = make_kv_cache(m, B, P + o.gen);
+    RunState st = make_run_state(m.config, std::max(P, B));
+    std::vector<int> prompt(P), slots(B), next(B, 1);
+    for (int i = 0; i < P; i++) prompt[i] = (7 * i + 3) % m.config.vocab_size;
+    for (int b = 0; b < B; b++) slots[b] = b;
+    std::vector<double> pre, step;
+    for (int run = 0; run < o.warmup + o.repeats; run++) {
+        std::fill(cache.seq_len.begin(), cache.seq_len.end(), 0);
+        double t0 = now_ms();
+        prefill(m, cache, st, 0, prompt);
+        if (run >= o.warmup) pre.push_back(now_ms() - t0);
+        copy_slot0_everywhere(cache);
+        std::fill(cache.seq_len.begin(), cache.seq_len.end(), P);
+        for (int k = 0; k < o.gen; k++) {
+            t0 = now_ms();
+            decode(m, cache, st, slots, next);
+            if (run >= o.warmup) step.push_back(now_ms() - t0);
+        }
+    }
+    // Step k attends to P + k + 1 positions (the new one included): the mean over the run.
+    return {percentile(pre, 50), percentile(step, 50), P + (o.gen + 1) / 2.0};
+}
+
+json measure_model(cli::Session& s, const Options& o, const std::string& model, const Ceilings& roof) {
+    const Config& c = s.loaded.model->config;
+    const Precision p = parse_precision(o.lab.precision);
+    std::printf("\n[3] %s, timed (median of %d runs; decode: %d steps after a %d-token prompt)\n", model.c_str(),
+                o.repeats, o.gen, o.prompt_len);
+    std::printf("  %-8s %5s %10s %10s %11s %11s %9s\n", "phase", "batch", "ms", "FLOP/byte", "GFLOP/s", "roof",
+                "of roof");
+    json points = json::array();
+    for (int B : o.batches) {
+        std::fprintf(stderr, "%s: batch %d...\n", model.c_str(), B);
+        const Timings t = time_phases(*s.loaded.model, o, B);
+        if (B == o.batches.front())  // the engine prefills one prompt at a time: batch 1
+            points.push_back(place("prefill", 1, count_phase(c, {Phase::prefill, p, 1, o.prompt_len, 0}),
+                                   t.prefill_ms, roof));
+        points.push_back(place("decode", B, count_phase(c, {Phase::decode, p, B, 0, t.decode_context}),
+                               t.decode_ms, roof));
+    }
+    return points;
+}
+
+// --- [4] the turn ------------------------------------------------------------------------
+
+json turning_point(const Config& c, Precision p, double context, const Ceilings& roof) {
+    const long mine = compute_bound_batch(c, p, context, roof.ridge());
+    const long ref = decode_compute_bound_batch(c, p, context, roof.ridge());
+    const double weights_only = roof.ridge() * double(bytes_per_weight(p)) / 2.0;
+    std::printf("\n[4] the batch at which one decode step reaches the ridge (%.2f FLOP/byte), context %.1f:\n"
+                "  yours %s, the engine's %s (the weights alone would say %.0f)\n", roof.ridge(), context, mine ? std::to_string(mine).c_str() : "never", ref ? std::to_string(ref).c_str() : "never",
+                weights_only);
+    return {{"context", context}, {"batch", mine}, {"engine_batch", ref},
+            {"weights_only_batch", weights_only}, {"ok", std::labs(mine - ref) <= 1}};
+}
+
+// [2], [3] and [4] for one model.
+json study_model(const Options& o, const std::string& model, const Ceilings& roof, bool& ok) {
+    cli::CommonOptions lo = o.lab;
+    lo.model = model;
+    cli::Session s = cli::load_session(lo);
+    const Config c = s.loaded.model->config;
+    const Precision p = parse_precision(o.lab.precision);
+    if (o.prompt_len + o.gen > c.max_seq_len)
+        fail("--prompt-len {} plus --gen {} exceed the context of {} ({} positions): make them smaller", o.prompt_len,
+             o.gen, model, c.max_seq_len);
+    std::printf("\n=== %s: %d layers, dim %d, %d heads / %d KV heads, %.1f M matrix weights\n", model.c_str(),
+                c.n_layers, c.dim, c.n_heads, c.n_kv_heads, double(c.n_matmul_params()) / 1e6);
+    ok = show_counts(o, c, model, p) && ok;
+    json points = measure_model(s, o, model, roof);
+    json turn = turning_point(c, p, o.prompt_len + (o.gen + 1) / 2.0, roof);
+    ok = turn["ok"].get<bool>() && ok;
+    return {{"model", model}, {"points", points}, {"turn", turn}};
+}
+
+// --- plot --------------------------------------------------------------------------------
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return q + "'";
+}
+
+void draw_plot(const fs::path& dir, bool skip) {
+    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/labs/track3/10-roofline/plot.py";
+    const std::string cmd = "/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(dir.string());
+    if (skip || !fs::exists("/usr/bin/python3")) {
+        std::printf("\nplot: not drawn%s. Draw it with (python3 and matplotlib):\n  %s\n",
+                    skip ? " (--no-plot)" : " (no /usr/bin/python3)", cmd.c_str());
+        return;
+    }
+    std::fflush(stdout);
+    const int rc = std::system((cmd + " 1>&2").c_str());
+    if (rc == 0) std::printf("\nplot: %s/roofline.png and .svg\n", dir.string().c_str());
+    else std::printf("\nplot: not drawn (plot.py exited %d; apt-get install python3-matplotlib), then:\n  %s\n", rc, cmd.c_str());
+}
+
+// --- the program ---------------------------------------------------------------------------
+
+void check_options(const Options& o) {
+    if (o.lab.device != "cpu")
+        fail("lab 10 measures the CPU's ceilings and places CPU runs under them: use --device cpu "
+             "(docs/gpu.md sets the GPU's phases against its own floors)");
+    if (o.batches.empty()) fail("--batches needs at least one batch size, e.g. --batches 1,4,16");
+}
+
+fs::path make_out_dir(const std::string& out) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec || !fs::is_directory(out)) fail("cannot create the output folder {}: {}", out, ec.message());
+    return out;
+}
+
+// Your four functions once on a small shape: a missing one stops the lab here,
+// not after a minute of measuring.
+void try_exercises(Precision p) {
+    Config c;
+    c.dim = 64, c.hidden_dim = 128, c.n_layers = 1, c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 32, c.vocab_size = 10;
+    count_matmul("qkv", 1, 4, 4, p);
+    count_phase(c, {Phase::decode, p, 1, 0, 1.0});
+    attainable_gflops(1, 1, 1);
+    compute_bound_batch(c, p, 1, 1);
+}
+
+int run(const Options& o) {
+    check_options(o);
+    const Precision p = parse_precision(o.lab.precision);
+    cli::apply_runtime(o.lab);
+    try_exercises(p);
+    const fs::path dir = make_out_dir(o.out);
+    std::printf("Lab 10: the roofline\nhardware %s\n", cpu_summary().c_str());
+    json j{{"lab", "10-roofline"}, {"hardware", cpu_summary()}, {"threads", omp_get_max_threads()},
+           {"precision", o.lab.precision}, {"prompt_len", o.prompt_len}, {"gen", o.gen}};
+    const Ceilings roof = measure_machine(o, p, j);
+    std::vector<std::string> models{o.lab.model};
+    if (o.synthetic != "none") models.push_back(o.synthetic);
+    bool ok = true;
+    for (const std::string& m : models) j["models"].push_back(study_model(o, m, roof, ok));
+    cli::write_json_file((dir / "roofline.json").string(), j);
+    lab::write_lab_json(o.lab, j);
+    draw_plot(dir, o.no_plot);
+    return lab::finish(ok);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    CLI::App app(
+        "Lab 10: the roofline. A kernel doing F FLOPs while moving B bytes to or from DRAM takes\n"
+        "at least max(F / peak, B / bandwidth); its intensity F / B says which term wins.\n"
+        "  [1] measures this machine's two ceilings (DRAM read bandwidth, oneDNN's matrix peak)\n"
+        "      and the ridge point peak / bandwidth between them\n"
+        "  [2] prints your FLOPs and bytes of every product of a prefill and a decode step\n"
+        "      (count_phase) next to the engine's own accounting\n"
+        "  [3] times real prefill and decode of --model and --synthetic and places each run at\n"
+        "      your counted intensity and its measured GFLOP/s, under your roof\n"
+        "  [4] your batch at which decode turns compute-bound (compute_bound_batch)\n"
+        "Writes --out/roofline.json; plot.py draws --out/roofline.png with the ridge and the turn.\n"
+        "About a minute on 2 cores with the defaults. Example:\n"
+        "  ./kit run 10 --threads 2 --batches 1,8,32",
+        "10-roofline");
+    cli::add_common(&app, o.lab);
+    app.add_option("--synthetic", o.synthetic, "a second model to place, or none")->capture_default_str();
+    app.add_option("--prompt-len,-P", o.prompt_len, "prompt length of prefill; decode runs after it")
+        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    app.add_option("--batches", o.batches, "decode batch sizes to time, e.g. 1,4,16")
+        ->delimiter(',')->check(CLI::Range(1, 1024))->capture_default_str();
+    app.add_option("--gen,-n", o.gen, "decode steps timed per run")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    app.add_option("--warmup", o.warmup, "untimed runs first")->check(CLI::Range(0, 100))->capture_default_str();
+    app.add_option("--repeats,-r", o.repeats, "timed runs (the median is used)")->check(CLI::Range(1, 1000))->capture_default_str();
+    app.add_option("--bandwidth-mib", o.bandwidth_mib, "buffer the bandwidth probe reads, in MiB (far above the last-level cache)")
+        ->check(CLI::Range(64, 1 << 16))->capture_default_str();
+    app.add_option("--peak-n", o.peak_n, "M = N = K of the peak probe")->check(CLI::Range(256, 8192))->capture_default_str();
+    app.add_option("--seconds", o.seconds, "minimum seconds per ceiling probe")->check(CLI::Range(0.05, 60.0))->capture_default_str();
+    app.add_option("--out,-o", o.out, "folder for roofline.json and the plot")->capture_default_str();
+    app.add_flag("--no-plot", o.no_plot, "write the JSON only; print the command that draws it");
+    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+}

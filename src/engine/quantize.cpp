@@ -1,0 +1,49 @@
+#include "engine/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common.hpp"
+
+namespace pd {
+
+float quantize_group(const float* w, int n, std::int8_t* q) {
+    float max_abs = 0;
+    for (int i = 0; i < n; i++) max_abs = std::max(max_abs, std::fabs(w[i]));
+    const float scale = max_abs / kInt8Max;
+    // An all-zero group: scale 0 and q = 0 stand for it exactly (no 0/0).
+    const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+    for (int i = 0; i < n; i++) {
+        // w * inv can land a hair past 127 for the largest |w|: clamp.
+        const float r = std::nearbyint(w[i] * inv);
+        q[i] = std::int8_t(std::clamp(r, -float(kInt8Max), float(kInt8Max)));
+    }
+    return scale;
+}
+
+QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group) {
+    if (group < 1) fail("internal error: int8 group size {}", group);
+    QuantizedMatrix m{rows, cols, group, {}, {}};
+    m.q.resize(std::size_t(rows) * cols);
+    m.scales.resize(std::size_t(rows) * m.groups_per_row());
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < m.groups_per_row(); g++) {
+            const std::size_t at = std::size_t(r) * cols + std::size_t(g) * group;
+            const int n = std::min(group, cols - g * group);
+            m.scales[std::size_t(r) * m.groups_per_row() + g] = quantize_group(w + at, n, m.q.data() + at);
+        }
+    return m;
+}
+
+std::vector<float> dequantize_rows(const QuantizedMatrix& m) {
+    std::vector<float> w(m.q.size());
+    for (int r = 0; r < m.rows; r++)
+        for (int c = 0; c < m.cols; c++) {
+            const std::size_t i = std::size_t(r) * m.cols + c;
+            w[i] = float(m.q[i]) * m.scales[std::size_t(r) * m.groups_per_row() + c / m.group];
+        }
+    return w;
+}
+
+}  // namespace pd

@@ -1,0 +1,41 @@
+// Weight-only int8 quantization with symmetric per-group scales: the plain
+// reference that the packing (matmul.cpp), the int8 decode kernel
+// (panel_int8.cpp) and the tests agree on.
+//
+// A row of W (out, in) is cut into groups of G consecutive inputs (the last
+// one shorter when G does not divide `in`). Each group g keeps one scale
+//   s_g = max |w| over the group / 127            (0 for an all-zero group)
+// and its weights as q = round(w / s_g), an integer in [-127, 127]; the
+// weight it stands for is q * s_g, within s_g / 2 of w. -128 is never used,
+// so that q and -q are both representable (symmetric).
+//
+// Scales are f32, not bf16: at G = 64 they cost 4/64 = 0.0625 bytes per
+// weight (6% of int8's bytes) against 3% in bf16, and an f32 scale is the
+// exact max/127, so the round-trip bound |w - q s| <= s/2 holds as stated;
+// a bf16 scale, rounded down, would let round(w / s) pass 127 and clip.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pd {
+
+inline constexpr int kInt8Max = 127;
+
+// One group of n weights -> n values in [-127, 127]; returns the scale.
+float quantize_group(const float* w, int n, std::int8_t* q);
+
+// A row-major (rows, cols) matrix quantized in groups of `group` along each row.
+struct QuantizedMatrix {
+    int rows = 0, cols = 0, group = 0;
+    std::vector<std::int8_t> q;  // (rows, cols)
+    std::vector<float> scales;   // (rows, groups_per_row())
+    int groups_per_row() const { return (cols + group - 1) / group; }
+};
+
+QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group);
+
+// The weights the int8 values stand for: q * s, (rows, cols) row-major.
+std::vector<float> dequantize_rows(const QuantizedMatrix& m);
+
+}  // namespace pd

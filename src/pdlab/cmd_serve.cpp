@@ -1,0 +1,116 @@
+// pdlab serve: an OpenAI-compatible completions server on one model, streaming
+// tokens as server-sent events, with Prometheus metrics (src/serve/).
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "serve/http_server.hpp"
+#include "serve/serial_worker.hpp"
+
+namespace pd::cli {
+
+namespace {
+
+struct ServeCliOptions {
+    CommonOptions common;
+    serve::ServerOptions server;
+    int max_body_mb = 1;
+    int shutdown_grace_s = 30;
+};
+
+CLI::App* add_serve_options(CLI::App& app, ServeCliOptions& o) {
+    auto* sub = app.add_subcommand("serve",
+        "Serve the model over HTTP with the OpenAI completions API, streaming each token as it is\n"
+        "chosen, and see what a user sees: time to first token includes queueing and the network.\n"
+        "Requests run one at a time, first come first served; the others wait in a queue.\n"
+        "  POST /v1/completions  {\"prompt\": \"Once upon a time\", \"max_tokens\": 40, \"stream\": true}\n"
+        "  GET  /health, /metrics (Prometheus), /v1/models\n"
+        "Example: pdlab serve --model tiny --port 8000, then pdlab loadgen --url http://127.0.0.1:8000\n"
+        "SIGTERM or Ctrl-C: stop accepting, let requests in flight finish (--shutdown-grace), exit 0.");
+    add_common(sub, o.common, false);
+    sub->add_option("--host", o.server.host, "address to listen on (127.0.0.1: this machine only)")->capture_default_str();
+    sub->add_option("--port", o.server.port, "TCP port (0: any free one, printed at start)")
+        ->check(CLI::Range(0, 65535))->capture_default_str();
+    sub->add_option("--max-connections", o.server.connection_threads,
+                    "connections served at once (each stream holds one); more wait their turn")
+        ->check(CLI::Range(1, 4096))->capture_default_str();
+    sub->add_option("--read-timeout", o.server.read_timeout_s,
+                    "seconds a client may stay silent in the middle of sending a request (slow-loris guard)")
+        ->check(CLI::Range(1, 3600))->capture_default_str();
+    sub->add_option("--write-timeout", o.server.write_timeout_s, "seconds a client may stop reading")
+        ->check(CLI::Range(1, 3600))->capture_default_str();
+    sub->add_option("--max-body-mb", o.max_body_mb, "largest request body in MiB (larger: 413)")
+        ->check(CLI::Range(1, 1024))->capture_default_str();
+    sub->add_option("--shutdown-grace", o.shutdown_grace_s,
+                    "seconds requests in flight may still run after SIGTERM before they are aborted")
+        ->check(CLI::Range(0, 3600))->capture_default_str();
+    return sub;
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread, see run_serve) until
+// `done`; on one, starts the server's shutdown and, after the grace period,
+// aborts what is still running.
+void watch_signals(serve::HttpServer& server, serve::Worker& worker, int grace_s, const std::atomic<bool>& done) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    const timespec poll{0, 100'000'000};
+    int sig = -1;
+    while (!done && sig < 0) sig = sigtimedwait(&set, nullptr, &poll);
+    if (done) return;
+    std::fprintf(stderr, "pdlab serve: %s: no new requests; finishing those in flight (up to %d s)\n",
+                 sig == SIGINT ? "interrupted" : "terminated", grace_s);
+    server.begin_shutdown();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+    while (!done && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!done) worker.abort_all();
+}
+
+// Signals go to the watcher thread only: blocked here, before any thread
+// starts (threads inherit the mask). A vanished client must not kill the
+// server with SIGPIPE: its write fails instead, and its job is cancelled.
+void block_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int run_serve(ServeCliOptions& o) {
+    block_signals();
+    Session s = load_session(o.common);
+    start_engine(s, o.common, 1, 0);
+    o.server.model_name = o.common.model;
+    o.server.max_body_bytes = std::size_t(o.max_body_mb) << 20;
+    const serve::ApiLimits limits{&s.loaded.tokenizer, s.engine->config().vocab_size, s.engine->max_seq()};
+    serve::ServerMetrics metrics;
+    serve::SerialWorker worker(*s.engine, s.loaded.tokenizer, metrics);
+    serve::HttpServer server(o.server, limits, worker, metrics);
+    const int port = server.bind();
+    std::printf("pdlab serve: listening on http://%s:%d (model %s, context %d tokens, %s)\n",
+                o.server.host.c_str(), port, o.common.model.c_str(), limits.context, s.engine->hardware().c_str());
+    std::fflush(stdout);
+    std::atomic<bool> done{false};
+    std::thread watcher(watch_signals, std::ref(server), std::ref(worker), o.shutdown_grace_s, std::cref(done));
+    server.serve();  // returns once shut down and every connection is done
+    done = true;
+    watcher.join();
+    worker.shutdown();
+    std::fprintf(stderr, "pdlab serve: stopped\n");
+    return 0;
+}
+
+}  // namespace
+
+Command add_serve(CLI::App& app) { return options_command(app, add_serve_options, run_serve); }
+
+}  // namespace pd::cli

@@ -1,0 +1,189 @@
+#include "serve/openai_api.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "common.hpp"
+#include "io/json_checked.hpp"
+
+namespace pd::serve {
+
+namespace {
+
+constexpr std::array<std::string_view, 16> kKnownFields = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream",
+    "stream_options", "ignore_eos", "n", "best_of", "logprobs", "echo", "user"};
+constexpr int kMaxStops = 4;
+
+ApiError bad_request(std::string param, const std::string& message) {
+    return ApiError(400, "invalid_request_error", std::move(param), message);
+}
+
+// Runs `read`, turning the checked-JSON UserError it may throw into a 400 naming `param`.
+template <class Read>
+void field(const char* param, Read read) {
+    try {
+        read();
+    } catch (const UserError& e) {
+        throw bad_request(param, e.what());
+    }
+}
+
+Json parse_body(std::string_view body) {
+    Json j;
+    field("", [&] { j = parse_json(body, "request body"); });
+    if (!j.is_object())
+        throw bad_request("", "the request body must be a JSON object, got " + describe_json(j));
+    for (const auto& [key, value] : j.items())
+        if (std::find(kKnownFields.begin(), kKnownFields.end(), key) == kKnownFields.end())
+            throw bad_request(key, "unknown field " + clipped_quote(key) +
+                                       "; this server reads model, prompt, max_tokens, temperature, top_p, "
+                                       "top_k, seed, stop, stream, stream_options, ignore_eos");
+    return j;
+}
+
+// "text" (tokenised here) or [id, ...] (each checked against the vocabulary).
+std::vector<int> read_prompt(const JsonObject& o, const ApiLimits& limits) {
+    const Json* p = o.find("prompt");
+    if (!p) throw bad_request("prompt", "prompt is missing: give a string or an array of token ids");
+    std::vector<int> ids;
+    field("prompt", [&] {
+        if (p->is_string()) {
+            ids = limits.tokenizer->encode(p->get<std::string>());
+            return;
+        }
+        const Json& a = json_array(*p, "request: prompt (a string or an array of token ids)");
+        ids.reserve(std::min<std::size_t>(a.size(), std::size_t(limits.context) + 1));
+        for (std::size_t i = 0; i < a.size() && ids.size() <= std::size_t(limits.context); ++i)
+            ids.push_back(int(json_integer(a[i], "request: prompt[" + std::to_string(i) + "]", 0,
+                                           limits.vocab_size - 1)));
+    });
+    if (ids.empty()) throw bad_request("prompt", "prompt is empty: give at least one token");
+    return ids;
+}
+
+// The prompt and max_tokens together must fit in the context (the last new token is never fed back).
+void check_fits(const CompletionRequest& r, const ApiLimits& limits) {
+    const long long needed = (long long)r.prompt.size() + r.max_tokens - 1;
+    if (needed > limits.context)
+        throw bad_request(r.prompt.size() >= std::size_t(limits.context) ? "prompt" : "max_tokens",
+                          fmt::format("this model's context is {} tokens, but the prompt ({}{} tokens) plus "
+                                      "max_tokens ({}) needs {}: shorten the prompt or lower max_tokens",
+                                      limits.context, r.prompt.size() > std::size_t(limits.context) ? "over " : "",
+                                      r.prompt.size(), r.max_tokens, needed));
+}
+
+void read_sampling(const JsonObject& o, CompletionRequest& r, const ApiLimits& limits) {
+    field("max_tokens", [&] { r.max_tokens = int(o.integer_or("max_tokens", 16, 1, limits.context)); });
+    field("temperature", [&] { r.sampler.temperature = float(o.number_or("temperature", 1.0, 0.0, 2.0)); });
+    field("top_p", [&] { r.sampler.top_p = float(o.number_or("top_p", 1.0, 1e-6, 1.0)); });
+    field("top_k", [&] { r.sampler.top_k = int(o.integer_or("top_k", 0, -1, limits.vocab_size)); });
+    if (r.sampler.top_k < 0) r.sampler.top_k = 0;  // vLLM spells "no limit" as -1
+    field("seed", [&] {
+        r.seeded = o.find("seed") != nullptr;
+        r.sampler.seed = std::uint64_t(o.integer_or("seed", 0, 0, (1LL << 62)));
+    });
+    field("ignore_eos", [&] { r.ignore_eos = o.bool_or("ignore_eos", false); });
+}
+
+void read_stop(const JsonObject& o, CompletionRequest& r) {
+    const Json* s = o.find("stop");
+    if (!s) return;
+    field("stop", [&] {
+        if (s->is_string()) {
+            r.stop = {s->get<std::string>()};
+            return;
+        }
+        const Json& a = json_array(*s, "request: stop (a string or an array of strings)");
+        if (a.size() > std::size_t(kMaxStops))
+            fail("request: stop holds {} strings; at most {} are allowed", a.size(), kMaxStops);
+        for (std::size_t i = 0; i < a.size(); ++i)
+            r.stop.push_back(json_string(a[i], "request: stop[" + std::to_string(i) + "]"));
+    });
+}
+
+void read_stream(const JsonObject& o, CompletionRequest& r) {
+    field("stream", [&] { r.stream = o.bool_or("stream", false); });
+    field("stream_options", [&] {
+        if (!o.find("stream_options")) return;
+        r.include_usage = o.object("stream_options").bool_or("include_usage", false);
+    });
+}
+
+// Fields OpenAI has that this server does only in their default form.
+void check_defaults_only(const JsonObject& o) {
+    field("n", [&] { o.integer_or("n", 1, 1, 1); });
+    field("best_of", [&] { o.integer_or("best_of", 1, 1, 1); });
+    field("echo", [&] {
+        if (o.bool_or("echo", false)) fail("request: echo is not supported; leave it false");
+    });
+    if (o.find("logprobs")) throw bad_request("logprobs", "logprobs is not supported; leave it out or null");
+    field("model", [&] { o.string_or("model", ""); });
+    field("user", [&] { o.string_or("user", ""); });
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json meta_json(const ResponseMeta& m) {
+    return {{"id", m.id}, {"object", "text_completion"}, {"created", m.created}, {"model", m.model}};
+}
+
+Json choice_json(std::string_view text, std::string_view finish_reason) {
+    return {{"text", text},
+            {"index", 0},
+            {"logprobs", nullptr},
+            {"finish_reason", finish_reason.empty() ? Json(nullptr) : Json(finish_reason)}};
+}
+
+Json usage_json(const Usage& u) {
+    return {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body, const ApiLimits& limits) {
+    const Json j = parse_body(body);
+    const JsonObject o(j, "request");
+    check_defaults_only(o);
+    CompletionRequest r;
+    r.model = o.string_or("model", "");
+    r.prompt = read_prompt(o, limits);
+    read_sampling(o, r, limits);
+    read_stop(o, r);
+    read_stream(o, r);
+    check_fits(r, limits);
+    return r;
+}
+
+std::string error_json(const ApiError& e) {
+    Json err = {{"message", e.what()},
+                {"type", e.type},
+                {"param", e.param.empty() ? Json(nullptr) : Json(e.param)},
+                {"code", e.status}};
+    return dump(Json{{"error", err}});
+}
+
+std::string chunk_json(const ResponseMeta& m, std::string_view text, std::string_view finish_reason) {
+    Json j = meta_json(m);
+    j["choices"] = Json::array({choice_json(text, finish_reason)});
+    return dump(j);
+}
+
+std::string usage_chunk_json(const ResponseMeta& m, const Usage& u) {
+    Json j = meta_json(m);
+    j["choices"] = Json::array();
+    j["usage"] = usage_json(u);
+    return dump(j);
+}
+
+std::string completion_json(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                            const Usage& u) {
+    Json j = meta_json(m);
+    j["choices"] = Json::array({choice_json(text, finish_reason)});
+    j["usage"] = usage_json(u);
+    return dump(j);
+}
+
+}  // namespace pd::serve

@@ -1,0 +1,237 @@
+#include "serve/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common.hpp"
+#include "engine/sampler.hpp"
+
+namespace pd::serve {
+
+struct Scheduler::Sequence {
+    int request = -1;               // Request::id
+    std::vector<int> tokens;        // prompt, then output; capacity fixed at add()
+    int prompt_len = 0, max_tokens = 0;
+    std::vector<std::string> stop;
+    std::string text;               // the output as text (only with stop strings)
+    bool live = false;              // holds a request
+    bool open = false;              // opened in the engine
+};
+
+const char* finish_reason_name(FinishReason r) {
+    switch (r) {
+        case FinishReason::none: return "none";
+        case FinishReason::eos: return "stop";          // vLLM: EOS and stop strings are "stop"
+        case FinishReason::stop_string: return "stop";
+        case FinishReason::length: return "length";
+        case FinishReason::cancelled: return "abort";
+    }
+    return "?";
+}
+
+void check_limits(const StepLimits& lim) {
+    if (lim.max_seqs < 1) fail("--max-seqs must be at least 1, got {}", lim.max_seqs);
+    if (lim.max_tokens_per_step < 1)
+        fail("the token budget per step (--max-tokens-per-step) must be at least 1 token, got {}",
+             lim.max_tokens_per_step);
+}
+
+Scheduler::Scheduler(ServingEngine& engine, StepPolicy& policy, SchedulerConfig cfg)
+    : engine_(engine), policy_(policy), cfg_(std::move(cfg)) {
+    check_limits(cfg_.limits);
+    if (cfg_.max_model_len < 1) fail("the context must hold at least 1 position");
+}
+
+Scheduler::~Scheduler() = default;
+
+int Scheduler::free_id() {
+    if (!free_ids_.empty()) {
+        const int id = free_ids_.back();
+        free_ids_.pop_back();
+        return id;
+    }
+    pool_.emplace_back();
+    states_.emplace_back();
+    // Every per-step vector holds all sequences: steps never grow them.
+    for (auto* v : {&free_ids_, &waiting_, &running_, &decided_}) v->reserve(pool_.size());
+    batch_.reserve(pool_.size());
+    work_.reserve(pool_.size());
+    events_.reserve(pool_.size());
+    return int(pool_.size()) - 1;
+}
+
+void Scheduler::add(Request r) {
+    if (r.prompt.empty()) fail("request {} has an empty prompt", r.id);
+    if (int(r.prompt.size()) > cfg_.max_model_len)
+        fail("request {}: its prompt of {} tokens is longer than the context of {} positions",
+             r.id, r.prompt.size(), cfg_.max_model_len);
+    if (r.max_tokens < 1) fail("request {}: max_tokens must be at least 1, got {}", r.id, r.max_tokens);
+    for (const auto& s : r.stop)
+        if (s.empty() || !cfg_.token_text)
+            fail("request {}: stop strings must be non-empty and need a tokenizer", r.id);
+    for (const Sequence& q : pool_)
+        if (q.live && q.request == r.id) fail("request id {} is already queued", r.id);
+    const int id = free_id();
+    Sequence& q = pool_[std::size_t(id)];
+    q.request = r.id;
+    q.prompt_len = int(r.prompt.size());
+    q.max_tokens = r.max_tokens;
+    q.tokens = std::move(r.prompt);
+    q.tokens.reserve(std::size_t(std::min<long long>(
+        (long long)q.prompt_len + r.max_tokens, (long long)cfg_.max_model_len + 1)));
+    q.stop = std::move(r.stop);
+    q.text.clear();
+    q.live = true;
+    states_[std::size_t(id)] = SeqState{q.prompt_len, 0, false};
+    waiting_.push_back(id);
+}
+
+bool Scheduler::cancel(int request_id) {
+    for (std::size_t id = 0; id < pool_.size(); id++)
+        if (pool_[id].live && pool_[id].request == request_id) {
+            states_[id].cancelled = true;
+            return true;
+        }
+    return false;
+}
+
+SchedulerState Scheduler::view() const { return {states_, waiting_, running_}; }
+
+std::span<const TokenEvent> Scheduler::step() {
+    events_.clear();
+    counts_ = {};
+    retire();
+    admit();
+    batch_.clear();
+    policy_.build_batch(view(), cfg_.limits, batch_);
+    reserve_batch();
+    if (!batch_.empty()) run_batch();
+    return events_;
+}
+
+void Scheduler::retire() {
+    decided_.clear();
+    policy_.retire(view(), decided_);
+    for (int id : decided_) {
+        if (id < 0 || std::size_t(id) >= pool_.size() || !states_[std::size_t(id)].cancelled)
+            throw std::logic_error("StepPolicy::retire named sequence " + std::to_string(id) +
+                                   ", which is not a cancelled one");
+        finish(id, FinishReason::cancelled, -1);
+    }
+}
+
+void Scheduler::admit() {
+    decided_.clear();
+    policy_.admit(view(), cfg_.limits, decided_);
+    if (int(running_.size() + decided_.size()) > cfg_.limits.max_seqs)
+        throw std::logic_error("StepPolicy::admit let more than max_seqs sequences run");
+    for (int id : decided_) {
+        auto it = std::find(waiting_.begin(), waiting_.end(), id);
+        if (it == waiting_.end())
+            throw std::logic_error("StepPolicy::admit named sequence " + std::to_string(id) +
+                                   ", which is not waiting");
+        waiting_.erase(it);
+        Sequence& q = pool_[std::size_t(id)];
+        // A prefix cache may already hold the first blocks: they are not computed again.
+        states_[std::size_t(id)].computed = engine_.open(id, q.tokens);
+        q.open = true;
+        running_.push_back(id);
+    }
+}
+
+void Scheduler::reserve_batch() {
+    for (std::size_t i = 0; i < batch_.size(); i++) {
+        const auto [id, n] = batch_[i];
+        const bool running = std::find(running_.begin(), running_.end(), id) != running_.end();
+        if (!running || n < 1 || n > states_[std::size_t(id)].remaining())
+            throw std::logic_error("StepPolicy::build_batch: item (sequence " + std::to_string(id) +
+                                   ", " + std::to_string(n) + " tokens) is not a running "
+                                   "sequence's next 1..remaining tokens");
+        if (engine_.reserve(id, states_[std::size_t(id)].computed + n)) continue;
+        // Out of blocks: the newest running sequence gives its blocks back and
+        // waits to be recomputed. Items reserved so far stay valid (reserving
+        // again is a no-op), so start over without the preempted sequence.
+        const int victim = running_.back();
+        if (running_.size() == 1)
+            fail("request {} needs more KV-cache blocks than the engine has ({} of {} positions); "
+                 "give it more memory or shorten the request",
+                 pool_[std::size_t(id)].request, engine_.total_blocks(), engine_.block_size());
+        preempt(victim);
+        std::erase_if(batch_, [&](const BatchItem& b) { return b.seq == victim; });
+        i = std::size_t(-1);  // the loop's i++ makes it 0
+    }
+}
+
+void Scheduler::preempt(int id) {
+    engine_.close(id);
+    pool_[std::size_t(id)].open = false;
+    states_[std::size_t(id)].computed = 0;  // recompute: prompt and output go through prefill again
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+    waiting_.insert(waiting_.begin(), id);  // first in line when room returns
+    counts_.preempted++;
+}
+
+void Scheduler::run_batch() {
+    work_.clear();
+    for (const auto& [id, n] : batch_) {
+        const SeqState& st = states_[std::size_t(id)];
+        const auto& tokens = pool_[std::size_t(id)].tokens;
+        // Logits only where the item reaches the sequence's last token: they pick the next one.
+        work_.push_back({id, std::span<const int>(tokens).subspan(std::size_t(st.computed), std::size_t(n)),
+                         st.computed + n == st.tokens});
+        const bool decode = n == 1 && st.computed > 0;
+        counts_.decode_rows += decode;
+        counts_.prefill_items += !decode;
+        counts_.prefill_tokens += decode ? 0 : n;
+    }
+    const float* logits = engine_.step(work_);
+    const std::size_t vocab = std::size_t(engine_.config().vocab_size);
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < batch_.size(); i++) {
+        states_[std::size_t(batch_[i].seq)].computed += batch_[i].n;
+        if (work_[i].logits) advance(batch_[i].seq, logits + vocab * row++);
+    }
+}
+
+// The next token (greedy), then the stop conditions.
+void Scheduler::advance(int id, const float* logits) {
+    const int token = argmax(logits, engine_.config().vocab_size);
+    pool_[std::size_t(id)].tokens.push_back(token);
+    states_[std::size_t(id)].tokens++;
+    const FinishReason why = stop_reason(id, token);
+    if (why != FinishReason::none)
+        finish(id, why, token);
+    else
+        events_.push_back({pool_[std::size_t(id)].request, token, FinishReason::none});
+}
+
+FinishReason Scheduler::stop_reason(int id, int token) {
+    Sequence& q = pool_[std::size_t(id)];
+    if (token == cfg_.eos_id && !cfg_.ignore_eos) return FinishReason::eos;
+    if (!q.stop.empty()) {
+        const std::string piece = cfg_.token_text(token);
+        q.text += piece;
+        for (const std::string& s : q.stop) {
+            // Only a match that ends in the new piece is new.
+            const std::size_t from = q.text.size() - std::min(q.text.size(), piece.size() + s.size());
+            if (q.text.find(s, from) != std::string::npos) return FinishReason::stop_string;
+        }
+    }
+    const int outputs = int(q.tokens.size()) - q.prompt_len;
+    // The next decode would write position tokens.size() - 1: it must fit the context.
+    if (outputs >= q.max_tokens || int(q.tokens.size()) > cfg_.max_model_len) return FinishReason::length;
+    return FinishReason::none;
+}
+
+void Scheduler::finish(int id, FinishReason why, int token) {
+    Sequence& q = pool_[std::size_t(id)];
+    if (q.open) engine_.close(id);  // its blocks are free for this very step's successors
+    std::erase(running_, id);
+    std::erase(waiting_, id);
+    events_.push_back({q.request, token, why});
+    q.live = q.open = false;
+    states_[std::size_t(id)] = SeqState{};
+    free_ids_.push_back(id);
+}
+
+}  // namespace pd::serve

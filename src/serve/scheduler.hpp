@@ -1,0 +1,112 @@
+// The serving scheduler: many requests share one model, and every iteration
+// (step) decides which of them run together. It carries out a StepPolicy's
+// decisions (step_policy.hpp) on a ServingEngine:
+//
+//   step():  1. retire cancelled sequences          (close: their blocks free at once)
+//            2. admit waiting ones                  (open: prefix cache consulted)
+//            3. build the batch                     (decode rows, then prefill chunks)
+//            4. reserve each item's room; when the blocks run out, preempt the
+//               newest running sequence (close it; it waits again, in front,
+//               and recomputes its prompt and output when readmitted)
+//            5. ONE engine step over the batch
+//            6. pick each finished item's next token (greedy) and check the
+//               stop conditions: EOS, max tokens, the context, stop strings;
+//               a stopped sequence is closed at once
+//
+// Continuous batching: a finished sequence's place is refilled next step.
+// Static batching (StepLimits::static_batching): a new batch starts only when
+// the whole previous one finished. In steady state a step allocates nothing:
+// every vector is sized when a request is added.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "serve/serving_engine.hpp"
+#include "serve/step_policy.hpp"
+
+namespace pd::serve {
+
+struct Request {
+    int id = 0;                     // the caller's id, echoed in events
+    std::vector<int> prompt;        // (P) token ids, 1 <= P <= max_model_len
+    int max_tokens = 16;            // output tokens at most (>= 1)
+    std::vector<std::string> stop;  // stop strings (needs SchedulerConfig::token_text)
+};
+
+enum class FinishReason { none, eos, length, stop_string, cancelled };
+const char* finish_reason_name(FinishReason r);  // vLLM's: "stop", "length", "abort"...
+
+// What a step did for one request.
+struct TokenEvent {
+    int request = 0;                           // Request::id
+    int token = -1;                            // the new token; -1 when cancelled
+    FinishReason finished = FinishReason::none;
+};
+
+struct SchedulerConfig {
+    StepLimits limits;
+    int max_model_len = 0;  // positions per sequence, prompt + output (> 0)
+    int eos_id = -1;        // -1: none
+    bool ignore_eos = false;
+    std::function<std::string(int)> token_text;  // a token's text, for stop strings
+};
+
+// UserError unless max_seqs >= 1 and the token budget >= 1.
+void check_limits(const StepLimits& lim);
+
+// What the last step ran (for progress lines and the labs).
+struct StepCounts {
+    int decode_rows = 0, prefill_items = 0, prefill_tokens = 0, preempted = 0;
+};
+
+class Scheduler {
+public:
+    // `engine` and `policy` are borrowed and must outlive the scheduler.
+    Scheduler(ServingEngine& engine, StepPolicy& policy, SchedulerConfig cfg);
+    ~Scheduler();
+
+    // Queues a request (UserError: empty prompt, longer than the context, a
+    // stop string without token_text, max_tokens < 1, an id already queued).
+    void add(Request r);
+    // Marks a waiting or running request cancelled; the next step closes it
+    // and reports it. False when no such request is queued.
+    bool cancel(int request_id);
+
+    // One iteration; the events are valid until the next call.
+    std::span<const TokenEvent> step();
+    bool idle() const { return waiting_.empty() && running_.empty(); }
+    int waiting() const { return int(waiting_.size()); }
+    int running() const { return int(running_.size()); }
+    const StepCounts& last_step() const { return counts_; }
+
+private:
+    struct Sequence;  // the pool entry behind a SeqState
+    SchedulerState view() const;
+    void retire();
+    void admit();
+    void reserve_batch();
+    void preempt(int id);
+    void run_batch();
+    void advance(int id, const float* logits);
+    FinishReason stop_reason(int id, int token);
+    void finish(int id, FinishReason why, int token);
+    int free_id();
+
+    ServingEngine& engine_;
+    StepPolicy& policy_;
+    SchedulerConfig cfg_;
+    std::vector<Sequence> pool_;    // by id; a finished id is reused
+    std::vector<SeqState> states_;  // (pool) what the policy sees
+    std::vector<int> free_ids_, waiting_, running_;
+    std::vector<int> decided_;      // retire()'s and admit()'s output
+    std::vector<BatchItem> batch_;
+    std::vector<SeqWork> work_;
+    std::vector<TokenEvent> events_;
+    StepCounts counts_;
+};
+
+}  // namespace pd::serve

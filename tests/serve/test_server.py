@@ -1,0 +1,351 @@
+#!/usr/bin/python3
+"""pdlab serve over real HTTP on 127.0.0.1 (issue 14).
+
+    python3 tests/serve/test_server.py --pdlab build/src/pdlab/pdlab [--case NAME]
+
+One server on an ephemeral port (--port 0) serves every case, in this order;
+each case is bounded in time and stops by itself:
+
+  stream_well_formed  every SSE event is `data: <chunk JSON>`, one chunk per token, one
+                      finish_reason on the last, the usage chunk, then `data: [DONE]`
+  non_stream_usage    the whole JSON answer counts prompt and completion tokens right
+  bad_requests        each bad body gets 400 with OpenAI's error JSON naming the field,
+                      and the server goes on answering
+  body_too_large      a 10 MiB body gets 413 with error JSON, before the body is read
+  slow_loris          a client stuck mid-headers is dropped after --read-timeout, and
+                      does not hold up anyone else meanwhile
+  disconnects         20 clients hang up mid-stream: all 20 cancelled, no request left
+                      running or waiting, no KV block held (read from /metrics)
+  load                16 concurrent streaming clients for LOAD_SECONDS: every stream well
+                      formed, no request lost or duplicated, resident memory after warm-up
+                      grows by less than RSS_GROWTH_KB
+  sigterm             SIGTERM mid-stream: the stream still ends with [DONE], new
+                      connections are refused, the server exits 0
+
+Only the standard library: http.client, socket, threads.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+READ_TIMEOUT_S = 2          # the server's --read-timeout
+LOAD_CLIENTS = 16
+LOAD_SECONDS = 20
+WARMUP_SECONDS = 5
+RSS_GROWTH_KB = 16 * 1024   # steady state: no per-request leak, so far below this
+DISCONNECTS = 20
+
+
+class Server:
+    """pdlab serve on an ephemeral port, killed at exit whatever happens."""
+
+    def __init__(self, pdlab):
+        self.proc = subprocess.Popen(
+            [pdlab, "serve", "--model", "tiny", "--port", "0", "--threads", "1",
+             "--read-timeout", str(READ_TIMEOUT_S), "--shutdown-grace", "10"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            self.proc.kill()
+            sys.exit(f"pdlab serve did not say where it listens; it printed {line!r} "
+                     f"and on stderr {self.proc.stderr.read()!r}")
+        self.port = int(m.group(1))
+
+    def conn(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def rss_kb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
+def post(server, body, timeout=30):
+    """(status, parsed JSON) of POST /v1/completions with `body` (a dict or raw bytes)."""
+    c = server.conn(timeout)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    c.request("POST", "/v1/completions", body=data, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    out = r.status, json.loads(r.read())
+    c.close()
+    return out
+
+
+def metrics(server):
+    c = server.conn()
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def read_stream(resp):
+    """The chunks of an SSE response, checked: (chunks, usage). Raises AssertionError on any fault."""
+    assert resp.status == 200, f"a stream must answer 200, got {resp.status}: {resp.read()[:300]!r}"
+    assert resp.getheader("Content-Type", "").startswith("text/event-stream"), resp.getheader("Content-Type")
+    events = resp.read().decode().split("\n\n")
+    assert events[-1] == "", "an SSE stream ends with a blank line after its last event"
+    assert events[-2] == "data: [DONE]", f"the last event must be 'data: [DONE]', got {events[-2]!r}"
+    chunks, usage = [], None
+    for e in events[:-2]:
+        assert e.startswith("data: "), f"every event is one 'data: ' line, got {e[:80]!r}"
+        j = json.loads(e[6:])
+        assert j["object"] == "text_completion" and j["id"].startswith("cmpl-"), j
+        if j["choices"]:
+            chunks.append(j["choices"][0])
+        else:
+            usage = j["usage"]
+    finishes = [c["finish_reason"] for c in chunks]
+    assert finishes and finishes[-1] in ("stop", "length") and all(f is None for f in finishes[:-1]), \
+        f"only the last chunk carries a finish_reason (stop or length), got {finishes}"
+    return chunks, usage
+
+
+def stream(server, body, timeout=60):
+    c = server.conn(timeout)
+    c.request("POST", "/v1/completions", body=json.dumps(dict(body, stream=True)).encode())
+    out = read_stream(c.getresponse())
+    c.close()
+    return out
+
+
+def case_stream_well_formed(server):
+    chunks, usage = stream(server, {"prompt": "Once upon a time", "max_tokens": 12, "seed": 1,
+                                    "stream_options": {"include_usage": True}})
+    assert usage is not None, "stream_options.include_usage asks for a usage chunk before [DONE]"
+    assert len(chunks) == usage["completion_tokens"], \
+        f"one chunk per generated token: {len(chunks)} chunks for {usage['completion_tokens']} tokens"
+    assert usage["prompt_tokens"] > 0 and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    whole_status, whole = post(server, {"prompt": "Once upon a time", "max_tokens": 12, "seed": 1})
+    assert "".join(c["text"] for c in chunks) == whole["choices"][0]["text"], \
+        "the streamed pieces must join to the text the same request gets without streaming"
+
+
+def case_non_stream_usage(server):
+    status, j = post(server, {"prompt": [1, 2, 3, 4, 5], "max_tokens": 7, "ignore_eos": True, "temperature": 0})
+    assert status == 200, j
+    assert j["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}, \
+        f"5 prompt ids and 7 tokens with ignore_eos must count as 5 + 7, got {j['usage']}"
+    assert j["choices"][0]["finish_reason"] == "length", j
+
+
+BAD_REQUESTS = [  # (body, the field the error must name or None)
+    (b'{"prompt": "hi", ', None),                                   # invalid JSON
+    (b'[1, 2]', None),                                              # not an object
+    ({"max_tokens": 4}, "prompt"),                                  # no prompt
+    ({"prompt": 42}, "prompt"),                                     # wrong type
+    ({"prompt": "hi", "max_tokens": "ten"}, "max_tokens"),          # wrong type
+    ({"prompt": "hi", "max_tokens": -1}, "max_tokens"),             # negative
+    ({"prompt": "hi", "max_tokens": 10 ** 12}, "max_tokens"),       # huge
+    ({"prompt": "hi", "temperature": "hot"}, "temperature"),
+    ({"prompt": "hi", "stream": "yes"}, "stream"),
+    ({"prompt": [1, 2, 100000]}, "prompt"),                         # id out of range
+    ({"prompt": [1, -2]}, "prompt"),
+    ({"prompt": [1] * 600}, "prompt"),                              # longer than tiny's context (512)
+    ({"prompt": [1] * 300, "max_tokens": 300}, "max_tokens"),       # fits alone, not with its output
+    ({"prompt": ""}, "prompt"),                                     # empty
+    ({"prompt": "hi", "n": 2}, "n"),                                # a field this server does only as 1
+    ({"prompt": "hi", "frequency_penalty": 0.5}, "frequency_penalty"),  # an unknown field
+]
+
+
+def case_bad_requests(server):
+    for body, param in BAD_REQUESTS:
+        status, j = post(server, body)
+        assert status == 400, f"{body!r:.80} must get 400, got {status}: {j}"
+        err = j.get("error", {})
+        assert err.get("type") == "invalid_request_error" and err.get("message"), \
+            f"OpenAI's error JSON has error.type and error.message, got {j}"
+        assert err.get("param") == param, f"{body!r:.80}: error.param should be {param!r}, got {err.get('param')!r}"
+        ok, good = post(server, {"prompt": "Hi", "max_tokens": 2})
+        assert ok == 200, f"after {body!r:.60} the server must keep serving, got {ok}: {good}"
+
+
+def case_body_too_large(server):
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    size = 10 * 1024 * 1024
+    s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {size}\r\n\r\n".encode() + b'{"prompt": "' + b"a" * 4096)
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        part = s.recv(65536)
+        if not part:
+            break
+        answer += part
+    s.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), f"a 10 MiB body must get 413 at once, got {head[:80]!r}"
+    assert json.loads(body)["error"]["message"], body
+
+
+def case_slow_loris(server):
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT_S + 10)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")  # ... and nothing more
+    t0 = time.monotonic()
+    status, j = post(server, {"prompt": "Hi", "max_tokens": 4}, timeout=10)
+    assert status == 200, f"a stalled client must not block others, got {status}: {j}"
+    assert time.monotonic() - t0 < READ_TIMEOUT_S, "another client waited for the stalled one"
+    dropped = False
+    try:  # the server answers 400 (the request never came whole) and closes, or just closes
+        while s.recv(1024):
+            pass
+        dropped = True
+    except ConnectionResetError:
+        dropped = True
+    waited = time.monotonic() - t0
+    s.close()
+    assert dropped and waited < READ_TIMEOUT_S + 5, \
+        f"the stalled client must be dropped after --read-timeout {READ_TIMEOUT_S} s (waited {waited:.1f} s)"
+
+
+def hang_up_after_first_token(server, errors):
+    try:
+        c = server.conn(60)
+        body = {"prompt": [1], "max_tokens": 400, "ignore_eos": True, "stream": True}
+        c.request("POST", "/v1/completions", body=json.dumps(body).encode())
+        r = c.getresponse()
+        line = r.readline()
+        assert line.startswith(b"data: "), f"expected a first chunk, got {line[:80]!r}"
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+    except Exception as e:  # noqa: BLE001 - reported by the case
+        errors.append(repr(e))
+
+
+def wait_idle(server, seconds):
+    """/metrics once nothing is running or waiting (or after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        m = metrics(server)
+        if (m["pdlab_num_requests_running"] == 0 and m["pdlab_num_requests_waiting"] == 0) or time.monotonic() > deadline:
+            return m
+        time.sleep(0.2)
+
+
+def case_disconnects(server):
+    before = metrics(server).get('pdlab_request_success_total{finished_reason="cancelled"}', 0)
+    errors = []
+    clients = [threading.Thread(target=hang_up_after_first_token, args=(server, errors)) for _ in range(DISCONNECTS)]
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join(120)
+    assert not errors, f"clients failed before hanging up: {errors[:3]}"
+    m = wait_idle(server, 60)
+    cancelled = m.get('pdlab_request_success_total{finished_reason="cancelled"}', 0) - before
+    assert cancelled == DISCONNECTS, f"{DISCONNECTS} clients hung up mid-stream, {cancelled:.0f} requests cancelled"
+    assert m["pdlab_num_requests_running"] == 0 and m["pdlab_num_requests_waiting"] == 0, m
+    assert m["pdlab_kv_blocks_used"] == 0, f"cancelled requests must free their KV blocks: {m['pdlab_kv_blocks_used']} held"
+
+
+def load_client(server, stop_at, seeds, faults, lock):
+    rng = random.Random()
+    while time.monotonic() < stop_at:
+        seed = rng.randrange(1 << 40)
+        want = rng.randint(4, 16)
+        try:
+            chunks, usage = stream(server, {"prompt": "Once upon a time", "max_tokens": want, "seed": seed,
+                                            "ignore_eos": True, "stream_options": {"include_usage": True}})
+            assert len(chunks) == want == usage["completion_tokens"], (len(chunks), want, usage)
+            with lock:
+                seeds.append(seed)
+        except Exception as e:  # noqa: BLE001 - reported by the case
+            with lock:
+                faults.append(repr(e))
+
+
+def case_load(server):
+    done_before = sum(v for k, v in metrics(server).items() if k.startswith("pdlab_request_success_total"))
+    seeds, faults, lock = [], [], threading.Lock()
+    stop_at = time.monotonic() + LOAD_SECONDS
+    clients = [threading.Thread(target=load_client, args=(server, stop_at, seeds, faults, lock))
+               for _ in range(LOAD_CLIENTS)]
+    for t in clients:
+        t.start()
+    time.sleep(WARMUP_SECONDS)
+    rss_warm = server.rss_kb()
+    for t in clients:
+        t.join(LOAD_SECONDS + 120)
+    rss_end = server.rss_kb()
+    assert not faults, f"{len(faults)} streams failed or were malformed, e.g. {faults[:3]}"
+    assert seeds and len(set(seeds)) == len(seeds), "each request answered exactly once"
+    done = sum(v for k, v in wait_idle(server, 30).items() if k.startswith("pdlab_request_success_total"))
+    assert done - done_before == len(seeds), \
+        f"the server finished {done - done_before:.0f} requests, the clients got {len(seeds)}: lost or extra"
+    growth = rss_end - rss_warm
+    print(f"  load: {len(seeds)} streams by {LOAD_CLIENTS} clients in {LOAD_SECONDS} s; "
+          f"RSS {rss_warm} kB after warm-up, {rss_end} kB at the end")
+    assert growth < RSS_GROWTH_KB, f"resident memory grew {growth} kB under steady load (bound {RSS_GROWTH_KB})"
+
+
+def case_sigterm(server):
+    c = server.conn(60)
+    c.request("POST", "/v1/completions",
+              body=json.dumps({"prompt": [1], "max_tokens": 60, "ignore_eos": True, "stream": True}).encode())
+    r = c.getresponse()
+    first = r.readline()
+    assert first.startswith(b"data: "), first
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    refused = False
+    try:
+        socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
+    except ConnectionRefusedError:
+        refused = True
+    rest = first + r.read()
+    assert rest.rstrip().endswith(b"data: [DONE]"), f"the stream in flight must finish: ...{rest[-120:]!r}"
+    assert refused, "after SIGTERM new connections must be refused"
+    code = server.proc.wait(30)
+    assert code == 0, f"SIGTERM must end the server with exit 0, got {code}"
+
+
+CASES = [case_stream_well_formed, case_non_stream_usage, case_bad_requests, case_body_too_large,
+         case_slow_loris, case_disconnects, case_load, case_sigterm]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pdlab", required=True)
+    ap.add_argument("--case", help="run only this case (and sigterm still ends the server)")
+    a = ap.parse_args()
+    server = Server(a.pdlab)
+    failed = []
+    try:
+        for case in CASES:
+            name = case.__name__[5:]
+            if a.case and name != a.case:
+                continue
+            t0 = time.monotonic()
+            try:
+                case(server)
+                print(f"ok    serve.{name} ({time.monotonic() - t0:.1f} s)")
+            except AssertionError as e:
+                failed.append(name)
+                print(f"FAIL  serve.{name}: {e}")
+    finally:
+        server.close()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+// The scheduler (src/serve/scheduler.hpp) over a fake ServingEngine whose
+// "model" is a hash of each sequence's whole cached history, so any mistake in
+// what the scheduler feeds (a token skipped, repeated, or fed to the wrong
+// sequence, a recompute that forgets the output) changes the next token; then
+// over the real tiny model through SlotServingEngine.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <random>
+
+#include <doctest/doctest.h>
+
+#include "check.hpp"
+#include "common.hpp"
+#include "engine/engine.hpp"
+#include "engine/generate.hpp"
+#include "io/model_source.hpp"
+#include "serve/scheduler.hpp"
+#include "serve/slot_serving_engine.hpp"
+
+// Counts every allocation in this test binary (the steady-state check reads
+// it). GCC pairs the inlined new/delete of the library with ours and warns.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+static std::atomic<long long> g_allocations{0};
+void* operator new(std::size_t n) {
+    g_allocations++;
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace pd::serve;
+
+namespace {
+
+constexpr int kVocab = 50;
+
+// The fake model's next token after `history`: a hash of every token and its position.
+int next_token(std::span<const int> history) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t i = 0; i < history.size(); i++) h = (h ^ std::uint64_t(history[i] * 131 + int(i))) * 1099511628211ull;
+    return int(h % kVocab);
+}
+
+// What one request yields alone: feed the prompt, then each output, hash after each.
+std::vector<int> alone(std::vector<int> tokens, int max_tokens, int eos = -1) {
+    std::vector<int> out;
+    while (int(out.size()) < max_tokens) {
+        out.push_back(next_token(tokens));
+        tokens.push_back(out.back());
+        if (out.back() == eos) break;
+    }
+    return out;
+}
+
+class FakeEngine final : public ServingEngine {
+public:
+    FakeEngine(int total_blocks, int block_size = 4) : total_(total_blocks), bs_(block_size) {
+        cfg_.vocab_size = kVocab;
+        logits_.resize(64 * kVocab);
+    }
+    const pd::Config& config() const override { return cfg_; }
+    int block_size() const override { return bs_; }
+    int total_blocks() const override { return total_; }
+    int free_blocks() const override { return total_ - used_; }
+    int open(int seq, std::span<const int>) override {
+        REQUIRE(!seqs_.count(seq));
+        seqs_[seq].cache.reserve(4096);
+        return 0;
+    }
+    bool reserve(int seq, int len) override {
+        Seq& s = seqs_.at(seq);
+        const int need = (len + bs_ - 1) / bs_, extra = need - s.blocks;
+        if (extra > free_blocks()) return false;
+        if (extra > 0) s.blocks = need, used_ += extra;
+        return true;
+    }
+    void close(int seq) override {
+        used_ -= seqs_.at(seq).blocks;
+        seqs_.erase(seq);
+    }
+    int cached_len(int seq) const override { return int(seqs_.at(seq).cache.size()); }
+    const float* step(std::span<const SeqWork> work) override {
+        if (recording) steps.emplace_back();
+        int row = 0;
+        for (const SeqWork& w : work) {
+            Seq& s = seqs_.at(w.seq);
+            s.cache.insert(s.cache.end(), w.tokens.begin(), w.tokens.end());
+            REQUIRE_MESSAGE(int(s.cache.size()) <= s.blocks * bs_, "a step ran past the room reserved");
+            if (recording) steps.back().push_back(int(w.tokens.size()));
+            if (!w.logits) continue;
+            std::fill_n(logits_.data() + row * kVocab, kVocab, 0.0f);
+            logits_[std::size_t(row * kVocab + next_token(s.cache))] = 1.0f;
+            row++;
+        }
+        return logits_.data();
+    }
+    std::vector<std::vector<int>> steps;  // per step, each item's token count
+    bool recording = true;
+
+private:
+    struct Seq {
+        std::vector<int> cache;
+        int blocks = 0;
+    };
+    pd::Config cfg_;
+    int total_, bs_, used_ = 0;
+    std::map<int, Seq> seqs_;
+    std::vector<float> logits_;
+};
+
+std::vector<Request> random_requests(int n, std::uint64_t seed) {
+    std::mt19937_64 rng(pd::test::seed_for(seed));
+    std::vector<Request> rs;
+    for (int i = 0; i < n; i++) {
+        Request r;
+        r.id = 100 + i;
+        r.prompt.resize(1 + rng() % 20);
+        for (int& t : r.prompt) t = int(rng() % kVocab);
+        r.max_tokens = 1 + int(rng() % 12);
+        rs.push_back(r);
+    }
+    return rs;
+}
+
+// Runs `rs`, adding request i before step 2*i (staggered arrivals); returns each request's tokens.
+std::map<int, std::vector<int>> run_all(Scheduler& s, const std::vector<Request>& rs,
+                                        std::map<int, FinishReason>* reasons = nullptr) {
+    std::map<int, std::vector<int>> out;
+    for (int k = 0; k < 10000 && (k < 2 * int(rs.size()) || !s.idle()); k++) {
+        if (k % 2 == 0 && k / 2 < int(rs.size())) s.add(rs[std::size_t(k / 2)]);
+        for (const TokenEvent& e : s.step()) {
+            if (e.token >= 0) out[e.request].push_back(e.token);
+            if (e.finished != FinishReason::none && reasons) (*reasons)[e.request] = e.finished;
+        }
+    }
+    REQUIRE_MESSAGE(s.idle(), "the scheduler did not finish every request in 10000 steps");
+    return out;
+}
+
+SchedulerConfig config(int max_seqs, int budget, bool static_batching = false) {
+    SchedulerConfig c;
+    c.limits = {max_seqs, budget, static_batching};
+    c.max_model_len = 1000;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("serve.scheduler.continuous_equals_alone") {
+    for (int budget : {1, 3, 8, 64}) {
+        FakeEngine engine(1000);
+        ContinuousBatching policy;
+        Scheduler s(engine, policy, config(4, budget));
+        const auto rs = random_requests(12, 1);
+        const auto got = run_all(s, rs);
+        for (const auto& r : rs) {
+            INFO("budget " << budget << ", request " << r.id << ": its tokens in a batch must be "
+                 "those it gets alone (a wrong token fed, or fed twice, changes the hash)");
+            CHECK(got.at(r.id) == alone(r.prompt, r.max_tokens));
+        }
+    }
+}
+
+TEST_CASE("serve.scheduler.limits_and_decode_first") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    Scheduler s(engine, policy, config(3, 5));
+    run_all(s, random_requests(10, 2));
+    for (std::size_t k = 0; k < engine.steps.size(); k++) {
+        const auto& items = engine.steps[k];
+        int tokens = 0;
+        for (int n : items) tokens += n;
+        INFO("step " << k << ": " << items.size() << " items, " << tokens << " tokens");
+        CHECK(tokens <= 5);
+        CHECK(items.size() <= 3);
+    }
+    // Two streams decoding, then a 10-token prompt under a budget of 4: two
+    // decode rows and a 2-token chunk, decode rows first.
+    FakeEngine e2(1000);
+    Scheduler s2(e2, policy, config(3, 4));
+    s2.add({1, {1, 2}, 20, {}});
+    s2.add({2, {3, 4}, 20, {}});
+    s2.step();  // both prompts (2 + 2 tokens)
+    s2.add({3, std::vector<int>(10, 7), 5, {}});
+    s2.step();
+    CHECK(e2.steps.back() == std::vector<int>{1, 1, 2});
+    CHECK(s2.last_step().decode_rows == 2);
+    CHECK(s2.last_step().prefill_tokens == 2);
+}
+
+TEST_CASE("serve.scheduler.static_batching_waits_for_the_batch") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    Scheduler s(engine, policy, config(2, 64, true));
+    s.add({1, {1}, 1, {}});   // finishes in its first step
+    s.add({2, {2}, 6, {}});   // runs 6 steps
+    s.add({3, {3}, 1, {}});
+    int steps_until_3 = 0;
+    bool done3 = false;
+    while (!done3) {
+        for (const auto& e : s.step()) done3 = done3 || (e.request == 3 && e.finished != FinishReason::none);
+        steps_until_3++;
+        REQUIRE(steps_until_3 < 50);
+    }
+    CHECK_MESSAGE(steps_until_3 == 7, "static: request 3 starts only after request 2's 6 steps");
+    FakeEngine e2(1000);
+    Scheduler c(e2, policy, config(2, 64, false));
+    c.add({1, {1}, 1, {}});
+    c.add({2, {2}, 6, {}});
+    c.add({3, {3}, 1, {}});
+    c.step();
+    bool early = false;
+    for (const auto& e : c.step()) early = early || (e.request == 3 && e.finished != FinishReason::none);
+    CHECK_MESSAGE(early, "continuous: request 3 takes request 1's place at the next step");
+}
+
+TEST_CASE("serve.scheduler.preemption_recomputes") {
+    // 12 blocks of 4 positions: 48 positions for 4 sequences of up to 20 + 12 tokens.
+    FakeEngine engine(12);
+    ContinuousBatching policy;
+    Scheduler s(engine, policy, config(4, 16));
+    const auto rs = random_requests(12, 3);
+    int preempted = 0;
+    std::map<int, std::vector<int>> got;
+    for (int k = 0; k < 5000 && (k < 24 || !s.idle()); k++) {
+        if (k % 2 == 0 && k / 2 < 12) s.add(rs[std::size_t(k / 2)]);
+        for (const auto& e : s.step()) got[e.request].push_back(e.token);
+        preempted += s.last_step().preempted;
+    }
+    REQUIRE(s.idle());
+    INFO(preempted << " preemptions");
+    CHECK_MESSAGE(preempted > 0, "the trace was meant to run out of blocks");
+    CHECK(engine.free_blocks() == 12);
+    for (const auto& r : rs) {
+        INFO("request " << r.id << ": a preempted sequence recomputes prompt AND output");
+        CHECK(got.at(r.id) == alone(r.prompt, r.max_tokens));
+    }
+}
+
+TEST_CASE("serve.scheduler.cancel") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    Scheduler s(engine, policy, config(1, 64));
+    s.add({1, {1, 2, 3}, 50, {}});
+    s.add({2, {4}, 50, {}});
+    s.step();
+    s.step();
+    CHECK(s.cancel(1));
+    CHECK(s.cancel(2));  // still waiting: max_seqs is 1
+    CHECK_FALSE(s.cancel(7));
+    std::vector<int> cancelled;
+    for (const auto& e : s.step())
+        if (e.finished == FinishReason::cancelled) cancelled.push_back(e.request);
+    CHECK(cancelled == std::vector<int>{2, 1});
+    CHECK(s.idle());
+    CHECK_MESSAGE(engine.free_blocks() == 1000, "a cancelled sequence's blocks are freed at once");
+}
+
+TEST_CASE("serve.scheduler.stop_conditions") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    const std::vector<int> prompt = {5, 6, 7};
+    const auto free_run = alone(prompt, 30);
+    SUBCASE("eos") {
+        SchedulerConfig c = config(2, 64);
+        c.eos_id = free_run[4];
+        Scheduler s(engine, policy, c);
+        std::map<int, FinishReason> why;
+        const auto got = run_all(s, {{1, prompt, 30, {}}}, &why);
+        CHECK(got.at(1) == alone(prompt, 30, c.eos_id));
+        CHECK(why.at(1) == FinishReason::eos);
+        c.ignore_eos = true;
+        Scheduler t(engine, policy, c);
+        CHECK(run_all(t, {{1, prompt, 30, {}}}).at(1) == free_run);
+    }
+    SUBCASE("max_tokens and context") {
+        SchedulerConfig c = config(2, 64);
+        c.max_model_len = 8;  // 3 prompt tokens: outputs 1..5 fit, the 5th ends it
+        Scheduler s(engine, policy, c);
+        std::map<int, FinishReason> why;
+        const auto got = run_all(s, {{1, prompt, 30, {}}, {2, prompt, 2, {}}}, &why);
+        CHECK(got.at(1).size() == 6);
+        CHECK(got.at(2).size() == 2);
+        CHECK(why.at(1) == FinishReason::length);
+        CHECK(why.at(2) == FinishReason::length);
+    }
+    SUBCASE("stop string") {
+        SchedulerConfig c = config(2, 64);
+        c.token_text = [](int t) { return std::string(1, char('a' + t % 26)); };
+        const std::string stop = {char('a' + free_run[2] % 26), char('a' + free_run[3] % 26)};
+        Scheduler s(engine, policy, c);
+        std::map<int, FinishReason> why;
+        const auto got = run_all(s, {{1, prompt, 30, {stop}}}, &why);
+        INFO("stop string \"" << stop << "\"");
+        CHECK(why.at(1) == FinishReason::stop_string);
+        CHECK(got.at(1).size() <= 4);
+    }
+}
+
+TEST_CASE("serve.scheduler.bad_input") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    CHECK_THROWS_AS(Scheduler(engine, policy, config(1, 0)), pd::UserError);
+    CHECK_THROWS_AS(Scheduler(engine, policy, config(0, 8)), pd::UserError);
+    Scheduler s(engine, policy, config(2, 8));
+    CHECK_THROWS_AS(s.add({1, std::vector<int>(1001, 1), 4, {}}), pd::UserError);
+    CHECK_THROWS_AS(s.add({1, {}, 4, {}}), pd::UserError);
+    CHECK_THROWS_AS(s.add({1, {1}, 0, {}}), pd::UserError);
+    CHECK_THROWS_AS(s.add({1, {1}, 4, {"x"}}), pd::UserError);  // no token_text
+    s.add({1, {1}, 4, {}});
+    CHECK_THROWS_AS(s.add({1, {2}, 4, {}}), pd::UserError);
+    FakeEngine tiny(2);  // 8 positions: a 9-token request never fits
+    Scheduler t(tiny, policy, config(2, 64));
+    t.add({1, std::vector<int>(9, 1), 4, {}});
+    CHECK_THROWS_AS(t.step(), pd::UserError);
+}
+
+TEST_CASE("serve.scheduler.steady_state_allocates_nothing") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    Scheduler s(engine, policy, config(4, 16));
+    for (int i = 0; i < 4; i++) s.add({i, {1, 2, 3, i}, 200, {}});
+    for (int k = 0; k < 3; k++) s.step();  // prefill, the first decode steps
+    engine.recording = false;  // the fake's record of each step would allocate
+    const long long before = g_allocations.load();
+    for (int k = 0; k < 50; k++) s.step();
+    CHECK_MESSAGE(g_allocations.load() - before == 0,
+                  "the scheduler allocated during steady-state decode steps");
+    CHECK(s.running() == 4);
+}
+
+TEST_CASE("serve.scheduler.tiny_model_continuous_equals_alone") {
+    auto lm = pd::load_model("tiny", pd::Precision::f32, false);
+    const char* texts[] = {"Once upon a time", "The little dog", "Lily wanted to", "One day, a boy named Tom",
+                           "The sun was"};
+    std::vector<Request> rs;
+    for (int i = 0; i < 5; i++) rs.push_back({i, lm.tokenizer.encode(texts[i]), 6 + 3 * i, {}});
+    auto engine = pd::make_engine(lm.model, {pd::Device::cpu, 3, 64});
+    SlotServingEngine serving(*engine);
+    ContinuousBatching policy;
+    SchedulerConfig c = config(3, 7);  // 7 tokens a step: prompts arrive in chunks
+    c.max_model_len = 64;
+    c.ignore_eos = true;
+    Scheduler s(serving, policy, c);
+    const auto got = run_all(s, rs);
+    auto single = pd::make_engine(lm.model, {pd::Device::cpu, 1, 64});
+    for (const auto& r : rs) {
+        pd::GenerateOptions o;
+        o.max_new_tokens = r.max_tokens;
+        o.stop_at_eos = false;
+        single->reset(0);
+        INFO("request " << r.id << " (\"" << texts[r.id] << "\"): greedy ids batched, chunked and "
+             "alone must agree");
+        CHECK(got.at(r.id) == pd::generate(*single, r.prompt, o).generated_ids);
+    }
+}
