@@ -212,13 +212,23 @@ double total_variation(std::span<const float> a, std::span<const double> b) {
 // every position gets samples (each is kept with probability 1 - TV).
 bool in_band(double tv) { return tv >= 0.2 && tv <= 0.35; }
 
+// How far from p the tokens of the rule that resamples from p (not the
+// residual) land: it emits min(p, q) + TV(p, q) * p.
+double resample_from_p_error(const std::vector<float>& p, const std::vector<float>& q) {
+    double tv = 0, err = 0;
+    for (std::size_t j = 0; j < p.size(); j++) tv += std::fabs(p[j] - q[j]) / 2;
+    for (std::size_t j = 0; j < p.size(); j++) err += std::fabs(std::min(p[j], q[j]) + tv * p[j] - p[j]) / 2;
+    return err;
+}
+
 SmallVocabRound make_round(std::uint64_t seed) {
     SmallVocabRound s;
     Rng rng(seed_for(seed));
     for (int i = 0; i <= s.k; i++) {
         std::vector<float> p = random_distribution(s.V, rng), q;
         do q = random_distribution(s.V, rng);
-        while (i < s.k && !in_band(total_variation(p, std::vector<double>(q.begin(), q.end()))));
+        while (i < s.k && !(in_band(total_variation(p, std::vector<double>(q.begin(), q.end()))) &&
+                            resample_from_p_error(p, q) >= 0.05));
         s.p.insert(s.p.end(), p.begin(), p.end());
         if (i < s.k) s.q.insert(s.q.end(), q.begin(), q.end());
     }
