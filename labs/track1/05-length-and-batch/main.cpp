@@ -34,7 +34,7 @@
 #include "lab_main.hpp"
 #include "engine/sampler.hpp"
 #include "measure/timing.hpp"
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
+#include "plot.hpp"
 
 using namespace pd;
 using namespace pd::lab05;
@@ -431,40 +431,6 @@ json ragged_batch(const Config& c, const Options& o, int ctx, bool& ok) {
             {"ragged_ms", t_ragged}, {"padded_ms", t_padded}};
 }
 
-// --- plots ------------------------------------------------------------------------
-
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-void draw_plots(const fs::path& dir, bool skip) {
-    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/labs/track1/05-length-and-batch/plot.py";
-    const std::string cmd = "/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(dir.string());
-    if (skip) {
-        std::printf("\nplots: skipped (--no-plot). Draw them with:\n  %s\n", cmd.c_str());
-        return;
-    }
-    if (!fs::exists("/usr/bin/python3") || !fs::exists(script)) {
-        std::printf("\nplots: not drawn, %s is missing. The CSV files are in %s; draw them on a machine "
-                    "with python3 and matplotlib:\n  python3 plot.py %s\n",
-                    fs::exists("/usr/bin/python3") ? script.c_str() : "/usr/bin/python3",
-                    dir.string().c_str(), dir.string().c_str());
-        return;
-    }
-    std::fflush(stdout);
-    int rc = std::system((cmd + " 1>&2").c_str());
-    if (rc == 0) {
-        std::printf("\nplots: drawn into %s (*.png and *.svg)\n", dir.string().c_str());
-    } else {
-        std::printf("\nplots: not drawn (plot.py exited with status %d; matplotlib missing? install it with\n"
-                    "  apt-get install python3-matplotlib   (or: pip install matplotlib)\n"
-                    "and run:\n  %s\n",
-                    rc, cmd.c_str());
-    }
-}
-
 std::vector<int> doubling(int from, int to) {
     std::vector<int> v;
     for (int x = from; x <= to; x *= 2) v.push_back(x);
@@ -570,7 +536,7 @@ int run(Options& o) {
     if (want.count("ragged")) j["ragged"] = ragged_batch(e.config(), o, e.max_seq(), ragged_ok);
     std::printf("\nall sweeps took %.1f s\n", (now_ms() - t0) / 1000.0);
     lab::write_lab_json(o.lab, j);
-    draw_plots(dir, o.no_plot);
+    lab::draw_plot("labs/track1/05-length-and-batch", dir, o.no_plot, "one .png and .svg per sweep");
     return ragged_ok ? 0 : 1;
 }
 

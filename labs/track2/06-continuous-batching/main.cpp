@@ -19,9 +19,9 @@
 
 #include "exercise.hpp"
 #include "lab_main.hpp"
+#include "plot.hpp"
 #include "serve/replay.hpp"
 #include "serve/slot_serving_engine.hpp"
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -140,15 +140,6 @@ void write_csv(const fs::path& dir, const json& rows) {
     if (!f) fail("cannot write {}", (dir / "rates.csv").string());
 }
 
-void draw_plots(const fs::path& dir, bool skip) {
-    const std::string cmd = fmt::format("/usr/bin/python3 '{}/labs/track2/06-continuous-batching/plot.py' '{}'",
-                                        PDLAB_SOURCE_ROOT, dir.string());
-    if (skip || std::system((cmd + " 2>/dev/null").c_str()) != 0)
-        std::printf("\nplots: not drawn%s. Draw them with:\n  %s\n", skip ? " (--no-plot)" : " (python3 or matplotlib missing)", cmd.c_str());
-    else
-        std::printf("\nplots: %s/rates.png (TTFT and throughput against rate)\n", dir.string().c_str());
-}
-
 int run(Options& o) {
     serve::check_limits(o.limits);
     try_exercises();
@@ -168,7 +159,8 @@ int run(Options& o) {
     j["same_tokens"] = ok;
     write_csv(o.out, j["rates"]);
     lab::write_lab_json(o.lab, j);
-    draw_plots(o.out, o.no_plot);
+    lab::draw_plot("labs/track2/06-continuous-batching", o.out, o.no_plot,
+                   "rates.png and .svg (TTFT and throughput against rate)");
     return lab::finish(ok);
 }
 

@@ -28,7 +28,7 @@
 #include "measure/hardware.hpp"
 #include "measure/roofline.hpp"
 #include "measure/timing.hpp"
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
+#include "plot.hpp"
 
 using namespace pd;
 using namespace pd::lab10;
@@ -231,28 +231,6 @@ json study_model(const Options& o, const std::string& model, const Ceilings& roo
     return {{"model", model}, {"points", points}, {"turn", turn}};
 }
 
-// --- plot --------------------------------------------------------------------------------
-
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    return q + "'";
-}
-
-void draw_plot(const fs::path& dir, bool skip) {
-    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/labs/track3/10-roofline/plot.py";
-    const std::string cmd = "/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(dir.string());
-    if (skip || !fs::exists("/usr/bin/python3")) {
-        std::printf("\nplot: not drawn%s. Draw it with (python3 and matplotlib):\n  %s\n",
-                    skip ? " (--no-plot)" : " (no /usr/bin/python3)", cmd.c_str());
-        return;
-    }
-    std::fflush(stdout);
-    const int rc = std::system((cmd + " 1>&2").c_str());
-    if (rc == 0) std::printf("\nplot: %s/roofline.png and .svg\n", dir.string().c_str());
-    else std::printf("\nplot: not drawn (plot.py exited %d; apt-get install python3-matplotlib), then:\n  %s\n", rc, cmd.c_str());
-}
-
 // --- the program ---------------------------------------------------------------------------
 
 void check_options(const Options& o) {
@@ -296,7 +274,7 @@ int run(const Options& o) {
     for (const std::string& m : models) j["models"].push_back(study_model(o, m, roof, ok));
     cli::write_json_file((dir / "roofline.json").string(), j);
     lab::write_lab_json(o.lab, j);
-    draw_plot(dir, o.no_plot);
+    lab::draw_plot("labs/track3/10-roofline", dir, o.no_plot, "roofline.png and .svg");
     return lab::finish(ok);
 }
 

@@ -29,7 +29,7 @@
 #include "engine/generate.hpp"
 #include "lab_main.hpp"
 #include "measure/timing.hpp"
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
+#include "plot.hpp"
 
 using namespace pd;
 using namespace pd::lab13;
@@ -227,19 +227,6 @@ void write_csv(const fs::path& dir, const std::vector<KResult>& rows) {
     }
 }
 
-void draw_plots(const fs::path& dir, bool skip) {
-    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/labs/track3/13-speculative-decoding/plot.py";
-    const std::string cmd = "/usr/bin/python3 '" + script + "' '" + dir.string() + "'";
-    if (skip || !fs::exists("/usr/bin/python3")) {
-        std::printf("plots: not drawn; draw them with\n  %s\n", cmd.c_str());
-        return;
-    }
-    std::fflush(stdout);
-    const int rc = std::system((cmd + " 1>&2").c_str());
-    if (rc == 0) std::printf("plots: %s/speculative.png and .svg\n", dir.string().c_str());
-    else std::printf("plots: not drawn (plot.py exited with %d; matplotlib missing?): %s\n", rc, cmd.c_str());
-}
-
 void check_options(const Options& o) {
     if (o.ks.empty()) fail("--ks needs at least one k");
     for (int k : o.ks)
@@ -290,7 +277,7 @@ int run(Options& o) {
         j["greedy_counts"].push_back({{"k", r.k}, {"proposed", r.stats.proposed}, {"accepted", r.stats.accepted},
                                       {"target_passes", r.stats.target_passes}, {"identical", r.identical}});
     lab::write_lab_json(o.lab, j);
-    draw_plots(dir, o.no_plot);
+    lab::draw_plot("labs/track3/13-speculative-decoding", dir, o.no_plot, "speculative.png and .svg");
     bool ok = std::all_of(rows.begin(), rows.end(), [](const KResult& r) { return r.identical; });
     return lab::finish(ok);
 }

@@ -31,8 +31,8 @@
 #include "lab_main.hpp"
 #include "measure/hardware.hpp"
 #include "measure/timing.hpp"
+#include "plot.hpp"
 #include "print.hpp"
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where plot.py lies
 
 using namespace pd;
 using namespace pd::lab14;
@@ -225,29 +225,7 @@ json sweep_tiles(const Options& o, const fs::path& dir) {
     return rows;
 }
 
-// --- plots, options, main ------------------------------------------------------------------
-
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-void draw_plots(const fs::path& dir, bool skip) {
-    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/labs/track3/14-attention-kernels/plot.py";
-    const std::string cmd = "/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(dir.string());
-    if (skip || !fs::exists("/usr/bin/python3")) {
-        std::printf("\nplots: %s. Draw them with:\n  %s\n", skip ? "skipped (--no-plot)" : "python3 is missing",
-                    cmd.c_str());
-        return;
-    }
-    std::fflush(stdout);
-    const int rc = std::system((cmd + " 1>&2").c_str());
-    if (rc == 0) std::printf("\nplots: drawn into %s (*.png and *.svg)\n", dir.string().c_str());
-    else
-        std::printf("\nplots: not drawn (plot.py exited with status %d; matplotlib missing? apt-get install "
-                    "python3-matplotlib), then:\n  %s\n", rc, cmd.c_str());
-}
+// --- options, main ------------------------------------------------------------------------
 
 void check_options(const Options& o) {
     if (o.device != "cpu")
@@ -309,7 +287,8 @@ int run(const Options& o) {
     if (wants(o, "decode")) j["decode"] = sweep_lengths(o, dir, true);
     if (wants(o, "tiles")) j["tiles"] = sweep_tiles(o, dir);
     if (!o.json.empty()) cli::write_json_file(o.json, j);
-    draw_plots(dir, o.no_plot);
+    lab::draw_plot("labs/track3/14-attention-kernels", dir, o.no_plot,
+                   "prefill, decode and tiles, each .png and .svg");
     return lab::finish(ok);
 }
 
