@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -536,7 +535,7 @@ int run(Options& o) {
     if (want.count("ragged")) j["ragged"] = ragged_batch(e.config(), o, e.max_seq(), ragged_ok);
     std::printf("\nall sweeps took %.1f s\n", (now_ms() - t0) / 1000.0);
     lab::write_lab_json(o.lab, j);
-    lab::draw_plot("labs/track1/05-length-and-batch", dir, o.no_plot, "one .png and .svg per sweep");
+    lab::draw_plot("labs/track1/05-length-and-batch", dir, o.no_plot, "*.png and *.svg");
     return ragged_ok ? 0 : 1;
 }
 
