@@ -30,13 +30,21 @@ int argmax(const float* logits, int n) {
     return best;
 }
 
+void rank_top_k(const float* logits, int n, int k, std::span<int> order) {
+    std::iota(order.begin(), order.begin() + n, 0);
+    auto by_logit = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    // Select the top k, then sort only those. Not std::partial_sort: it is a
+    // heap sort, 1.6x slower on tiny's 1497 ids when k is the whole vocabulary
+    // (top_k 0), and plain sampled decoding ranks once per token.
+    if (k < n) std::nth_element(order.begin(), order.begin() + k, order.begin() + n, by_logit);
+    std::sort(order.begin(), order.begin() + k, by_logit);
+}
+
 int sample(Sampler& s, const float* logits, int n) {
     if (s.cfg.temperature == 0.0f) return argmax(logits, n);
     // Candidates: the top-k ids by logit (all when top_k is 0), best first.
     int k = s.cfg.top_k > 0 ? std::min(s.cfg.top_k, n) : n;
-    std::iota(s.order.begin(), s.order.begin() + n, 0);
-    auto by_logit = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    std::partial_sort(s.order.begin(), s.order.begin() + k, s.order.begin() + n, by_logit);
+    rank_top_k(logits, n, k, s.order);
     // Softmax of logits / T over the candidates.
     float mx = logits[s.order[0]];
     double sum = 0.0;

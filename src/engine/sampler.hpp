@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace pd {
@@ -29,6 +30,11 @@ Sampler make_sampler(const SamplerConfig& cfg, int vocab_size);
 
 // Index of the largest logit (the first one on ties).
 int argmax(const float* logits, int n);
+
+// order[0..k): the ids of the k largest logits, best first, ties to the lower
+// id. A total order, so the ranking is the same whatever sort produces it.
+// order: (n); only order[0..k) is written.
+void rank_top_k(const float* logits, int n, int k, std::span<int> order);
 
 // The next token: argmax when temperature is 0, else a draw from
 // softmax(logits / temperature) restricted to the top-k ids and then to the

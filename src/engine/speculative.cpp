@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "common.hpp"
 #include "engine/generate.hpp"
@@ -63,9 +62,7 @@ void sampling_distribution(const float* logits, int n, const SamplerConfig& cfg,
     if (k == n && cfg.top_p >= 1.0f) return full_softmax(logits, n, cfg.temperature, out);
     // Candidates: the top-k ids by logit, best first (ties: lower id), as pd::sample ranks them.
     std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    auto by_logit = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), by_logit);
+    rank_top_k(logits, n, k, order);
     std::fill(out.begin(), out.end(), 0.0f);
     double sum = 0.0;
     for (int i = 0; i < k; i++) sum += (out[order[i]] = std::exp((logits[order[i]] - logits[order[0]]) / cfg.temperature));
