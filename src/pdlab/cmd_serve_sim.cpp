@@ -99,6 +99,8 @@ CLI::App* add_serve_sim_options(CLI::App& app, ServeSimOptions& o) {
         "batching), under --max-seqs and --max-tokens-per-step. The trace is replayed in real\n"
         "time; the table uses vLLM's names (TTFT, TPOT, ITL, E2EL, throughput, goodput).\n"
         "--static admits a new batch only when the previous one has finished, for comparison.\n"
+        "--engine paged (the default) keeps K/V in blocks of --block-size positions and computes a\n"
+        "prompt prefix that an earlier request already computed only once (prefix caching).\n"
         "Example: pdlab serve-sim --rate 4 --num-requests 64 --max-seqs 8 --threads 2");
     add_common(sub, o.common);
     add_workload_flags(sub, o);
@@ -159,9 +161,17 @@ serve::PagedOptions paged_options(const ServeSimOptions& o, long long longest) {
     return p;
 }
 
-// The engine the scheduler drives, and what owns it.
+// Before anything loads: an engine that exists, and flags it can use.
+void check_engine_flags(const ServeSimOptions& o) {
+    if (o.engine != "paged" && o.engine != "slot") fail("--engine \"{}\": use paged or slot", o.engine);
+    if (o.engine == "slot" && (o.kv_blocks > 0 || o.kv_mb > 0))
+        fail("--kv-blocks and --kv-mb size the paged KV cache: use them with --engine paged");
+    if (o.engine == "paged" && o.common.device != "cpu")
+        fail("--engine paged runs on the CPU only; use --engine slot with --device {}", o.common.device);
+}
+
+// The engine the scheduler drives (--engine slot: it borrows s.engine).
 struct Serving {
-    std::unique_ptr<Engine> slot_engine;  // --engine slot: the contiguous cache
     std::unique_ptr<serve::ServingEngine> engine;
     std::size_t bytes_per_position = 0;   // K and V of one position, every layer
     std::string hardware;
@@ -177,9 +187,6 @@ Serving make_serving(Session& s, const ServeSimOptions& o, long long longest, in
         out.engine = std::make_unique<serve::SlotServingEngine>(*s.engine, o.block_size);
         return out;
     }
-    if (o.engine != "paged") fail("--engine \"{}\": use paged or slot", o.engine);
-    if (o.common.device != "cpu")
-        fail("--engine paged runs on the CPU only; use --engine slot with --device {}", o.common.device);
     out.engine = serve::make_paged_serving_engine(s.loaded.model, paged_options(o, std::min<long long>(longest, context)));
     out.hardware = cpu_summary();
     return out;
@@ -237,6 +244,7 @@ void print_kv_summary(const ServeSimOptions& o, const Serving& sv, const serve::
 }
 
 int run_serve_sim(ServeSimOptions& o) {
+    check_engine_flags(o);
     serve::check_limits(o.limits);
     const serve::GoodputLimits goodput = parse_goodput(o.goodput);
     Session s = load_session(o.common);
