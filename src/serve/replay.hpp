@@ -4,7 +4,6 @@
 // client would see, minus the network). pdlab serve-sim and lab 06 use it.
 #pragma once
 
-#include <algorithm>
 #include <span>
 #include <unordered_map>
 #include <vector>
