@@ -1,13 +1,17 @@
 // pdlab serve-sim: replay a request trace in real time through the serving
 // scheduler on the real engine, and report vLLM's serving metrics.
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "measure/hardware.hpp"
+#include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
 #include "serve/slot_serving_engine.hpp"
 
@@ -21,8 +25,11 @@ struct ServeSimOptions {
     serve::TraceSpec spec;
     std::string prompt_len = "uniform:16:64", output_len = "lognormal:32:0.8:4:128";
     serve::StepLimits limits{8, 256, false};
-    std::string engine = "slot";
+    std::string engine = "paged";
     int block_size = 16;
+    int kv_blocks = 0;      // 0: from --kv-mb, else room for --max-seqs of the longest request
+    double kv_mb = 0;
+    bool no_prefix_cache = false;
     bool ignore_eos = false, quiet = false;
     std::vector<std::string> goodput;
 };
@@ -58,6 +65,33 @@ void add_workload_flags(CLI::App* sub, ServeSimOptions& o) {
     sub->add_option("--save-trace", o.save_trace, "also write the trace replayed to this JSONL file");
 }
 
+// A number in [lo, hi]; the message says what to give.
+CLI::Validator in_range(const std::string& what, double lo, double hi) {
+    return CLI::Validator(
+        [=](std::string& v) -> std::string {
+            char* end = nullptr;
+            const double d = std::strtod(v.c_str(), &end);
+            return end != v.c_str() && *end == 0 && d >= lo && d <= hi ? "" : "must be " + what;
+        },
+        "(" + what + ")");
+}
+
+void add_kv_flags(CLI::App* sub, ServeSimOptions& o) {
+    sub->add_option("--engine", o.engine,
+        "paged: KV memory in blocks, shared prefixes computed once, one forward pass a step; "
+        "slot: one contiguous cache slot per sequence (no prefix cache; also on --device cuda)")
+        ->capture_default_str();
+    sub->add_option("--block-size", o.block_size, "KV positions per block")
+        ->check(CLI::Range(1, 4096))->capture_default_str();
+    auto* blocks = sub->add_option("--kv-blocks", o.kv_blocks,
+        "paged: blocks in the KV pool (default: room for --max-seqs of the longest request); "
+        "fewer makes the scheduler preempt")->check(in_range("a number of blocks >= 1", 1, INT_MAX));
+    sub->add_option("--kv-mb", o.kv_mb, "paged: KV memory in MiB instead of --kv-blocks")
+        ->excludes(blocks)->check(in_range("a size in MiB > 0", 1e-9, 1e9));
+    sub->add_flag("--no-prefix-cache", o.no_prefix_cache,
+        "paged: compute every prompt in full, even a prefix another request already computed");
+}
+
 CLI::App* add_serve_sim_options(CLI::App& app, ServeSimOptions& o) {
     auto* sub = app.add_subcommand("serve-sim",
         "Serve a stream of requests with one model: every step the scheduler puts the decode\n"
@@ -65,6 +99,8 @@ CLI::App* add_serve_sim_options(CLI::App& app, ServeSimOptions& o) {
         "batching), under --max-seqs and --max-tokens-per-step. The trace is replayed in real\n"
         "time; the table uses vLLM's names (TTFT, TPOT, ITL, E2EL, throughput, goodput).\n"
         "--static admits a new batch only when the previous one has finished, for comparison.\n"
+        "--engine paged (the default) keeps K/V in blocks of --block-size positions and computes a\n"
+        "prompt prefix that an earlier request already computed only once (prefix caching).\n"
         "Example: pdlab serve-sim --rate 4 --num-requests 64 --max-seqs 8 --threads 2");
     add_common(sub, o.common);
     add_workload_flags(sub, o);
@@ -75,11 +111,7 @@ CLI::App* add_serve_sim_options(CLI::App& app, ServeSimOptions& o) {
         ->capture_default_str();
     sub->add_flag("--static", o.limits.static_batching,
         "static batching: wait for the whole batch to finish before admitting the next");
-    sub->add_option("--engine", o.engine,
-        "slot: one contiguous cache slot per sequence; paged: the paged KV cache (not built yet)")
-        ->capture_default_str();
-    sub->add_option("--block-size", o.block_size, "KV positions per block")
-        ->check(CLI::Range(1, 4096))->capture_default_str();
+    add_kv_flags(sub, o);
     sub->add_option("--goodput", o.goodput,
         "a limit a request must meet to count for goodput, KEY:MS with KEY ttft, tpot or e2el "
         "(repeat the flag for several)");
@@ -114,17 +146,77 @@ serve::Trace make_trace(ServeSimOptions& o, int vocab) {
     return serve::generate_trace(o.spec);
 }
 
-nlohmann::json result_json(const ServeSimOptions& o, const Engine& engine,
+// The paged engine's size: --kv-blocks, --kv-mb, else room for max_seqs of the longest request.
+serve::PagedOptions paged_options(const ServeSimOptions& o, long long longest) {
+    serve::PagedOptions p;
+    p.block_size = o.block_size;
+    p.threads = o.common.threads;
+    p.prefix_caching = !o.no_prefix_cache;
+    if (o.kv_mb > 0) {  // the pool then holds as many blocks as fit (none: a message)
+        p.kv_bytes = std::size_t(o.kv_mb * 1024 * 1024);
+        return p;
+    }
+    const long long per_seq = (longest + o.block_size - 1) / o.block_size;
+    p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks : int(std::min<long long>(INT_MAX, per_seq * o.limits.max_seqs));
+    return p;
+}
+
+// Before anything loads: an engine that exists, and flags it can use.
+void check_engine_flags(const ServeSimOptions& o) {
+    if (o.engine != "paged" && o.engine != "slot") fail("--engine \"{}\": use paged or slot", o.engine);
+    if (o.engine == "slot" && (o.kv_blocks > 0 || o.kv_mb > 0))
+        fail("--kv-blocks and --kv-mb size the paged KV cache: use them with --engine paged");
+    if (o.engine == "paged" && o.common.device != "cpu")
+        fail("--engine paged runs on the CPU only; use --engine slot with --device {}", o.common.device);
+}
+
+// The engine the scheduler drives (--engine slot: it borrows s.engine).
+struct Serving {
+    std::unique_ptr<serve::ServingEngine> engine;
+    std::size_t bytes_per_position = 0;   // K and V of one position, every layer
+    std::string hardware;
+};
+
+Serving make_serving(Session& s, const ServeSimOptions& o, long long longest, int context) {
+    const Config& c = s.loaded.model->config;
+    Serving out;
+    out.bytes_per_position = kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, 1, sizeof(float));
+    if (o.engine == "slot") {
+        start_engine(s, o.common, o.limits.max_seqs, longest);
+        out.hardware = s.engine->hardware();
+        out.engine = std::make_unique<serve::SlotServingEngine>(*s.engine, o.block_size);
+        return out;
+    }
+    out.engine = serve::make_paged_serving_engine(s.loaded.model, paged_options(o, std::min<long long>(longest, context)));
+    out.hardware = cpu_summary();
+    return out;
+}
+
+nlohmann::json kv_json(const ServeSimOptions& o, const Serving& sv, const serve::KvCounters& k) {
+    const double steps = double(std::max(1LL, k.steps)), block_bytes = double(sv.bytes_per_position) * o.block_size;
+    return {{"engine", o.engine}, {"block_size", o.block_size},
+            {"prefix_caching", o.engine == "paged" && !o.no_prefix_cache},
+            {"total_blocks", sv.engine->total_blocks()}, {"blocks_peak", k.blocks_peak},
+            {"reserved_bytes_mean", double(k.block_steps) / steps * block_bytes},
+            {"used_bytes_mean", double(k.position_steps) / steps * double(sv.bytes_per_position)},
+            {"prefix_hit_rate", k.hit_rate()}, {"sequences_opened", k.opens},
+            {"sequences_with_prefix_hit", k.opens_with_hit},
+            {"prompt_tokens_computed", k.prompt_tokens - k.skipped_tokens},
+            {"prompt_tokens_skipped", k.skipped_tokens}};
+}
+
+nlohmann::json result_json(const ServeSimOptions& o, const Serving& sv, const serve::KvCounters& k,
                            const serve::ReplayResult& r, const serve::ServingMetrics& m) {
     nlohmann::json j;
     j["model"] = o.common.model;
-    j["device"] = device_name(engine.device());
-    j["hardware"] = engine.hardware();
+    j["device"] = o.common.device;
+    j["hardware"] = sv.hardware;
     j["scheduler"] = {{"mode", o.limits.static_batching ? "static" : "continuous"},
                       {"max_seqs", o.limits.max_seqs},
                       {"max_tokens_per_step", o.limits.max_tokens_per_step},
                       {"engine", o.engine}, {"block_size", o.block_size}};
     j["metrics"] = serve::metrics_json(m);
+    j["kv_cache"] = kv_json(o, sv, k);
     j["steps"] = r.steps;
     j["preemptions"] = r.preemptions;
     j["max_batch"] = r.max_batch;
@@ -132,16 +224,27 @@ nlohmann::json result_json(const ServeSimOptions& o, const Engine& engine,
     for (std::size_t i = 0; i < r.timings.size(); i++)
         per.push_back({{"index", i}, {"arrival_s", r.timings[i].arrival_s},
                        {"prompt_tokens", r.timings[i].prompt_tokens},
-                       {"token_s", r.timings[i].token_s},
+                       {"token_s", r.timings[i].token_s}, {"output_ids", r.output_ids[i]},
                        {"finish_reason", serve::finish_reason_name(r.finished[i])}});
     j["per_request"] = per;
     return j;
 }
 
+void print_kv_summary(const ServeSimOptions& o, const Serving& sv, const serve::KvCounters& k,
+                      const serve::ReplayResult& r) {
+    const auto kv = kv_json(o, sv, k);
+    std::printf("steps %lld, largest batch %lld sequences, preemptions %lld\n", r.steps, r.max_batch,
+                r.preemptions);
+    std::printf("prefix cache %s: hit rate %.1f%%, prompt tokens computed %lld, skipped %lld\n",
+                kv["prefix_caching"].get<bool>() ? "on" : "off", 100 * k.hit_rate(),
+                k.prompt_tokens - k.skipped_tokens, k.skipped_tokens);
+    std::printf("KV (%s, blocks of %d): peak %d of %d blocks; mean reserved %.2f MiB, used %.2f MiB\n",
+                o.engine.c_str(), o.block_size, k.blocks_peak, sv.engine->total_blocks(),
+                kv["reserved_bytes_mean"].get<double>() / (1 << 20), kv["used_bytes_mean"].get<double>() / (1 << 20));
+}
+
 int run_serve_sim(ServeSimOptions& o) {
-    if (o.engine == "paged")
-        fail("--engine paged: the paged KV cache is not built into this kit yet; use --engine slot");
-    if (o.engine != "slot") fail("--engine \"{}\": use slot (or paged, once it is built)", o.engine);
+    check_engine_flags(o);
     serve::check_limits(o.limits);
     const serve::GoodputLimits goodput = parse_goodput(o.goodput);
     Session s = load_session(o.common);
@@ -149,20 +252,20 @@ int run_serve_sim(ServeSimOptions& o) {
     const serve::Trace trace = make_trace(o, c.vocab_size);
     const int context = o.common.max_seq > 0 ? std::min(o.common.max_seq, c.max_seq_len) : c.max_seq_len;
     const auto requests = serve::trace_requests(trace, s.loaded.tokenizer, c.vocab_size, context);
-    start_engine(s, o.common, o.limits.max_seqs, serve::longest_request(requests));
+    Serving sv = make_serving(s, o, serve::longest_request(requests), context);
     if (!o.save_trace.empty()) serve::save_trace_file(o.save_trace, trace);
-    serve::SlotServingEngine serving(*s.engine, o.block_size);
+    serve::CountingServingEngine counted(*sv.engine);
     serve::ContinuousBatching policy;
-    serve::SchedulerConfig sc{o.limits, s.engine->max_seq(), c.eos_id, o.ignore_eos, nullptr};
-    serve::Scheduler scheduler(serving, policy, sc);
+    const int max_model_len = o.engine == "slot" ? s.engine->max_seq() : context;
+    serve::SchedulerConfig sc{o.limits, max_model_len, c.eos_id, o.ignore_eos, nullptr};
+    serve::Scheduler scheduler(counted, policy, sc);
     const auto r = serve::replay(scheduler, trace, requests, !o.quiet);
     const auto m = serve::compute_serving_metrics(r.timings, r.duration_s, goodput);
     const std::string title = fmt::format("{} batching, {} req, {}", o.limits.static_batching ? "Static" : "Continuous",
                                           requests.size(), o.common.model);
     std::fputs(serve::format_metrics_table(m, title).c_str(), stdout);
-    std::printf("steps %lld, largest batch %lld sequences, preemptions %lld\n", r.steps, r.max_batch,
-                r.preemptions);
-    if (!o.common.json.empty()) write_json_file(o.common.json, result_json(o, *s.engine, r, m));
+    print_kv_summary(o, sv, counted.counters(), r);
+    if (!o.common.json.empty()) write_json_file(o.common.json, result_json(o, sv, counted.counters(), r, m));
     return 0;
 }
 

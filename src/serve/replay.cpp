@@ -41,6 +41,40 @@ long long longest_request(std::span<const Request> requests) {
     return most;
 }
 
+int CountingServingEngine::open(int seq, std::span<const int> prompt) {
+    const int skipped = inner_.open(seq, prompt);
+    counts_.opens++;
+    counts_.opens_with_hit += skipped > 0;
+    counts_.prompt_tokens += (long long)prompt.size();
+    counts_.skipped_tokens += skipped;
+    counts_.blocks_peak = std::max(counts_.blocks_peak, blocks_used());  // attached prefix blocks
+    return skipped;
+}
+
+bool CountingServingEngine::reserve(int seq, int len) {
+    const bool ok = inner_.reserve(seq, len);
+    counts_.blocks_peak = std::max(counts_.blocks_peak, blocks_used());
+    if (ok) {
+        int& held = positions_[seq];
+        positions_total_ += std::max(len, held) - held;
+        held = std::max(len, held);
+    }
+    return ok;
+}
+
+void CountingServingEngine::close(int seq) {
+    inner_.close(seq);
+    positions_total_ -= positions_[seq];
+    positions_.erase(seq);
+}
+
+const float* CountingServingEngine::step(std::span<const SeqWork> work) {
+    counts_.steps++;
+    counts_.block_steps += blocks_used();
+    counts_.position_steps += positions_total_;
+    return inner_.step(work);
+}
+
 namespace {
 
 // Request indices by arrival time (a file need not be sorted).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "io/tokenizer.hpp"
@@ -23,6 +24,43 @@ std::vector<Request> trace_requests(const Trace& trace, const Tokenizer& tok, in
 
 // Positions one sequence needs for the longest request (prompt + max_tokens).
 long long longest_request(std::span<const Request> requests);
+
+// What the KV cache did during a replay: prefix-cache savings and blocks held.
+struct KvCounters {
+    long long opens = 0, opens_with_hit = 0;  // sequences started (a preempted one again)
+    long long prompt_tokens = 0;   // tokens handed to open(): prompts, and outputs on recompute
+    long long skipped_tokens = 0;  // of those, found in the prefix cache (not computed)
+    int blocks_peak = 0;           // most blocks live sequences held at once
+    // Summed over steps: blocks held, and positions those sequences asked for
+    // (their mean is reserved against used memory; shared blocks count once).
+    long long steps = 0, block_steps = 0, position_steps = 0;
+    double hit_rate() const { return prompt_tokens ? double(skipped_tokens) / double(prompt_tokens) : 0; }
+};
+
+// A ServingEngine that forwards every call to `inner` and fills KvCounters,
+// so serve-sim reports the same numbers over either engine.
+class CountingServingEngine final : public ServingEngine {
+public:
+    explicit CountingServingEngine(ServingEngine& inner) : inner_(inner) {}
+    const KvCounters& counters() const { return counts_; }
+    int blocks_used() const { return inner_.total_blocks() - inner_.free_blocks(); }
+
+    const Config& config() const override { return inner_.config(); }
+    int block_size() const override { return inner_.block_size(); }
+    int total_blocks() const override { return inner_.total_blocks(); }
+    int free_blocks() const override { return inner_.free_blocks(); }
+    int open(int seq, std::span<const int> prompt) override;
+    bool reserve(int seq, int len) override;
+    void close(int seq) override;
+    int cached_len(int seq) const override { return inner_.cached_len(seq); }
+    const float* step(std::span<const SeqWork> work) override;
+
+private:
+    ServingEngine& inner_;
+    KvCounters counts_;
+    std::unordered_map<int, int> positions_;  // live sequence -> positions reserved
+    long long positions_total_ = 0;           // their sum
+};
 
 struct ReplayResult {
     std::vector<RequestTiming> timings;   // (requests) in trace order, times from the start

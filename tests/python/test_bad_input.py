@@ -47,8 +47,10 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   speculate_past_context generate  context      (--speculate 40 on a 32-position model)
   speculate_no_draft     generate  draft
   serve_*                serve-sim a malformed trace line, an unknown key, a request longer than
-                                   the context, a token budget of 0, --engine paged (not built),
-                                   a bad --goodput or --output-len
+                                   the context, a token budget of 0, an unknown --engine, a bad
+                                   --goodput or --output-len; the paged KV pool: --block-size 0,
+                                   --kv-blocks 0, more blocks or MiB than memory, MiB holding no
+                                   block, a request needing more blocks than the pool
 
 In the --draft cases, @MODEL stands for the case's own checkpoint folder.
 
@@ -476,7 +478,16 @@ CASES += [
     ("serve_request_too_long", with_trace('{"id": 4, "prompt_ids": [%s], "max_tokens": 2}'
                                           % ",".join(["7"] * (CTX + 1))), "serve-sim", [], r"context"),
     ("serve_budget_0", good_llama, "serve-sim", ["--max-tokens-per-step", "0"], r"budget|tokens-per-step"),
-    ("serve_engine_paged", good_llama, "serve-sim", ["--engine", "paged"], r"paged"),
+    ("serve_engine_unknown", good_llama, "serve-sim", ["--engine", "pagd"], r"paged or slot"),
+    ("serve_block_size_0", good_llama, "serve-sim", ["--block-size", "0"], r"block-size"),
+    ("serve_kv_blocks_0", good_llama, "serve-sim", ["--kv-blocks", "0"], r"kv-blocks"),
+    ("serve_kv_blocks_past_memory", good_llama, "serve-sim", ["--kv-blocks", "2000000000"],
+     r"memory|fewer blocks"),
+    ("serve_kv_mb_past_memory", good_llama, "serve-sim", ["--kv-mb", "900000000"], r"memory|KV bytes"),
+    ("serve_kv_mb_no_block", good_llama, "serve-sim", ["--kv-mb", "0.0001"], r"no block"),
+    ("serve_kv_too_few_for_request", with_trace('{"id": 3, "prompt_ids": [%s], "max_tokens": 2}'
+                                                % ",".join(["7"] * 20)), "serve-sim",
+     ["--kv-blocks", "1", "--block-size", "16"], r"blocks"),
     ("serve_goodput_bad", good_llama, "serve-sim", ["--goodput", "ttfb:5"], r"goodput"),
     ("serve_output_len_bad", good_llama, "serve-sim", ["--output-len", "gauss:3"], r"output-len"),
 ]

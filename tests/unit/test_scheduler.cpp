@@ -2,7 +2,7 @@
 // "model" is a hash of each sequence's whole cached history, so any mistake in
 // what the scheduler feeds (a token skipped, repeated, or fed to the wrong
 // sequence, a recompute that forgets the output) changes the next token; then
-// over the real tiny model through SlotServingEngine.
+// over the real tiny model through SlotServingEngine and PagedServingEngine.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -17,6 +17,8 @@
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
 #include "io/model_source.hpp"
+#include "serve/paged_serving_engine.hpp"
+#include "serve/replay.hpp"
 #include "serve/scheduler.hpp"
 #include "serve/slot_serving_engine.hpp"
 
@@ -358,5 +360,63 @@ TEST_CASE("serve.scheduler.tiny_model_continuous_equals_alone") {
         INFO("request " << r.id << " (\"" << texts[r.id] << "\"): greedy ids batched, chunked and "
              "alone must agree");
         CHECK(got.at(r.id) == pd::generate(*single, r.prompt, o).generated_ids);
+    }
+}
+
+namespace {
+
+// Six requests on the tiny model sharing a 12-token prefix (3 blocks of 4):
+// longer prompts, the prefix alone (a full-prefix hit still computes its last
+// token) and 10 of its tokens (a hit that ends mid-block reuses 2 blocks).
+std::vector<Request> shared_prefix_requests(const pd::Tokenizer& tok) {
+    std::vector<int> prefix = tok.encode("Once upon a time, there was a little girl named Lily. She loved");
+    REQUIRE_MESSAGE(prefix.size() >= 12, "the shared text should encode to at least 12 tokens");
+    prefix.resize(12);
+    const char* tails[] = {" to play outside", " her red ball", "", " the big tree", "", " cake"};
+    std::vector<Request> rs;
+    for (int i = 0; i < 6; i++) {
+        Request r{i, prefix, 8 + 2 * i, {}};
+        const auto tail = tok.encode(tails[i]);
+        r.prompt.insert(r.prompt.end(), tail.begin(), tail.end());
+        if (i == 4) r.prompt.resize(10);
+        rs.push_back(r);
+    }
+    return rs;
+}
+
+// Runs `rs` through a scheduler (3 sequences, 7 tokens a step) over `engine`.
+std::map<int, std::vector<int>> run_tiny(ServingEngine& engine, const std::vector<Request>& rs) {
+    ContinuousBatching policy;
+    SchedulerConfig c = config(3, 7);
+    c.max_model_len = 64;
+    c.ignore_eos = true;
+    Scheduler s(engine, policy, c);
+    return run_all(s, rs);
+}
+
+}  // namespace
+
+TEST_CASE("serve.scheduler.tiny_model_paged_equals_slot") {
+    auto lm = pd::load_model("tiny", pd::Precision::f32, false);
+    const auto rs = shared_prefix_requests(lm.tokenizer);
+    auto engine = pd::make_engine(lm.model, {pd::Device::cpu, 3, 64});
+    SlotServingEngine slot(*engine, 4);
+    const auto want = run_tiny(slot, rs);
+    // Plenty of blocks, then 12: three sequences of up to 28 positions need up to 21.
+    for (const int blocks : {64, 12}) {
+        auto paged = make_paged_serving_engine(lm.model, {4, blocks, 0, 0, true});
+        CountingServingEngine counted(*paged);
+        const auto got = run_tiny(counted, rs);
+        const KvCounters& k = counted.counters();
+        INFO(blocks << " blocks of 4: " << k.skipped_tokens << " of " << k.prompt_tokens
+             << " prompt tokens found in the prefix cache, " << k.opens - long(rs.size()) << " preemptions");
+        CHECK_MESSAGE(k.skipped_tokens > 0, "requests sharing a 12-token prefix should hit the prefix cache");
+        if (blocks == 12) CHECK_MESSAGE(k.opens > long(rs.size()), "12 blocks were meant to force a preemption");
+        CHECK_MESSAGE(paged->free_blocks() == blocks, "every block should be free (or parked) at the end");
+        for (const auto& r : rs) {
+            INFO("request " << r.id << " (" << r.prompt.size() << " prompt tokens): the paged engine, with "
+                 "shared prefix blocks and recompute after preemption, must give the slot engine's greedy ids");
+            CHECK(got.at(r.id) == want.at(r.id));
+        }
     }
 }
