@@ -23,18 +23,32 @@
 #include "serve/slot_serving_engine.hpp"
 
 // Counts every allocation in this test binary (the steady-state check reads
-// it). GCC pairs the inlined new/delete of the library with ours and warns.
+// it). Every plain and nothrow form of new and delete, single and array, is
+// replaced, so that each pair meets: the library's std::nothrow new (the
+// temporary buffer of std::stable_sort) must not be freed by a sanitizer's
+// delete, nor ours by its. GCC pairs the inlined new/delete of the library with
+// ours and warns.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 static std::atomic<long long> g_allocations{0};
-void* operator new(std::size_t n) {
+static void* counted_malloc(std::size_t n) noexcept {
     g_allocations++;
-    if (void* p = std::malloc(n ? n : 1)) return p;
+    return std::malloc(n ? n : 1);
+}
+void* operator new(std::size_t n) {
+    if (void* p = counted_malloc(n)) return p;
     throw std::bad_alloc();
 }
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace pd::serve;
 
