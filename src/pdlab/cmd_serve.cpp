@@ -4,13 +4,17 @@
 #include <signal.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <thread>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "serve/batching_worker.hpp"
 #include "serve/http_server.hpp"
+#include "serve/paged_serving_engine.hpp"
 #include "serve/serial_worker.hpp"
+#include "serve/slot_serving_engine.hpp"
 
 namespace pd::cli {
 
@@ -21,13 +25,19 @@ struct ServeCliOptions {
     serve::ServerOptions server;
     int max_body_mb = 1;
     int shutdown_grace_s = 30;
+    std::string batching = "continuous";
+    serve::StepLimits limits{32, 512, false};
+    int block_size = 16;
+    int kv_blocks = 0;  // 0: room for --max-seqs requests of the whole context
 };
 
 CLI::App* add_serve_options(CLI::App& app, ServeCliOptions& o) {
     auto* sub = app.add_subcommand("serve",
         "Serve the model over HTTP with the OpenAI completions API, streaming each token as it is\n"
         "chosen, and see what a user sees: time to first token includes queueing and the network.\n"
-        "Requests run one at a time, first come first served; the others wait in a queue.\n"
+        "--batching continuous (the default): every step runs the next token of each running\n"
+        "request and chunks of new prompts in ONE batch over a paged KV cache, so a new request\n"
+        "joins at the next step. --batching serial: one request at a time, the others queue.\n"
         "  POST /v1/completions  {\"prompt\": \"Once upon a time\", \"max_tokens\": 40, \"stream\": true}\n"
         "  GET  /health, /metrics (Prometheus), /v1/models\n"
         "Example: pdlab serve --model tiny --port 8000, then pdlab loadgen --url http://127.0.0.1:8000\n"
@@ -49,6 +59,21 @@ CLI::App* add_serve_options(CLI::App& app, ServeCliOptions& o) {
     sub->add_option("--shutdown-grace", o.shutdown_grace_s,
                     "seconds requests in flight may still run after SIGTERM before they are aborted")
         ->check(CLI::Range(0, 3600))->capture_default_str();
+    sub->add_option("--batching", o.batching,
+        "continuous: the scheduler batches all running requests every step; serial: one request "
+        "at a time, start to end (compare their TTFT under load)")
+        ->check(CLI::IsMember({"continuous", "serial"}))->capture_default_str();
+    sub->add_option("--max-seqs", o.limits.max_seqs, "continuous: requests running at once (the batch); more wait")
+        ->check(CLI::Range(1, 4096))->capture_default_str();
+    sub->add_option("--max-tokens-per-step", o.limits.max_tokens_per_step,
+        "continuous: tokens in one step, decode rows first, then prompt chunks (chunked prefill)")
+        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    sub->add_option("--block-size", o.block_size, "continuous: KV positions per cache block")
+        ->check(CLI::Range(1, 4096))->capture_default_str();
+    sub->add_option("--kv-blocks", o.kv_blocks,
+        "continuous: KV blocks in the pool (default: --max-seqs requests of the whole context); "
+        "fewer makes the scheduler preempt")
+        ->check(CLI::Range(1, INT_MAX));
     return sub;
 }
 
@@ -85,19 +110,60 @@ void block_signals() {
     signal(SIGPIPE, SIG_IGN);
 }
 
+// What runs the requests: --batching serial, an engine with one cache slot;
+// continuous, the scheduler on the paged KV cache (CPU) or on cache slots (other devices).
+struct Backend {
+    std::unique_ptr<serve::ServingEngine> serving;
+    std::unique_ptr<serve::Worker> worker;
+    int context = 0;
+    std::string hardware;
+};
+
+Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics& metrics) {
+    Backend b;
+    if (o.batching == "serial") {
+        start_engine(s, o.common, 1, 0);
+        b.worker = std::make_unique<serve::SerialWorker>(*s.engine, s.loaded.tokenizer, metrics, o.block_size);
+        b.context = s.engine->max_seq();
+        b.hardware = s.engine->hardware() + ", serial";
+        return b;
+    }
+    if (o.common.device == "cpu") {
+        const int context = s.loaded.model->config.max_seq_len;
+        serve::PagedOptions p;
+        p.block_size = o.block_size;
+        p.threads = o.common.threads;
+        p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks
+            : int(std::min<long long>(INT_MAX, (long long)(context + o.block_size - 1) / o.block_size * o.limits.max_seqs));
+        b.serving = serve::make_paged_serving_engine(s.loaded.model, p);
+        b.hardware = cpu_summary();
+    } else {
+        start_engine(s, o.common, o.limits.max_seqs, 0);
+        b.serving = std::make_unique<serve::SlotServingEngine>(*s.engine, o.block_size);
+        b.hardware = s.engine->hardware();
+    }
+    b.context = b.serving->config().max_seq_len;
+    b.hardware += fmt::format(", continuous batching of up to {} requests, {} KV blocks of {}",
+                              o.limits.max_seqs, b.serving->total_blocks(), b.serving->block_size());
+    b.worker = std::make_unique<serve::BatchingWorker>(*b.serving, s.loaded.tokenizer, metrics, o.limits);
+    return b;
+}
+
 int run_serve(ServeCliOptions& o) {
     block_signals();
+    if (o.batching == "serial" && o.kv_blocks > 0)
+        fail("--kv-blocks sizes the paged KV cache of --batching continuous; --batching serial has one cache slot");
     Session s = load_session(o.common);
-    start_engine(s, o.common, 1, 0);
     o.server.model_name = o.common.model;
     o.server.max_body_bytes = std::size_t(o.max_body_mb) << 20;
-    const serve::ApiLimits limits{&s.loaded.tokenizer, s.engine->config().vocab_size, s.engine->max_seq()};
     serve::ServerMetrics metrics;
-    serve::SerialWorker worker(*s.engine, s.loaded.tokenizer, metrics);
+    Backend backend = make_backend(s, o, metrics);
+    serve::Worker& worker = *backend.worker;
+    const serve::ApiLimits limits{&s.loaded.tokenizer, s.loaded.model->config.vocab_size, backend.context};
     serve::HttpServer server(o.server, limits, worker, metrics);
     const int port = server.bind();
     std::printf("pdlab serve: listening on http://%s:%d (model %s, context %d tokens, %s)\n",
-                o.server.host.c_str(), port, o.common.model.c_str(), limits.context, s.engine->hardware().c_str());
+                o.server.host.c_str(), port, o.common.model.c_str(), limits.context, backend.hardware.c_str());
     std::fflush(stdout);
     std::atomic<bool> done{false};
     std::thread watcher(watch_signals, std::ref(server), std::ref(worker), o.shutdown_grace_s, std::cref(done));

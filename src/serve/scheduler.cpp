@@ -14,6 +14,8 @@ struct Scheduler::Sequence {
     int prompt_len = 0, max_tokens = 0;
     std::vector<std::string> stop;
     std::string text;               // the output as text (only with stop strings)
+    Sampler sampler;                // its own temperature, top-p and random stream
+    bool ignore_eos = false;
     bool live = false;              // holds a request
     bool open = false;              // opened in the engine
 };
@@ -53,7 +55,7 @@ int Scheduler::free_id() {
     pool_.emplace_back();
     states_.emplace_back();
     // Every per-step vector holds all sequences: steps never grow them.
-    for (auto* v : {&free_ids_, &waiting_, &running_, &decided_}) v->reserve(pool_.size());
+    for (auto* v : {&free_ids_, &waiting_, &running_, &decided_, &admitted_}) v->reserve(pool_.size());
     batch_.reserve(pool_.size());
     work_.reserve(pool_.size());
     events_.reserve(pool_.size());
@@ -81,6 +83,9 @@ void Scheduler::add(Request r) {
         (long long)q.prompt_len + r.max_tokens, (long long)cfg_.max_model_len + 1)));
     q.stop = std::move(r.stop);
     q.text.clear();
+    validate(r.sampler);
+    q.sampler = make_sampler(r.sampler, engine_.config().vocab_size);
+    q.ignore_eos = r.ignore_eos || cfg_.ignore_eos;
     q.live = true;
     states_[std::size_t(id)] = SeqState{q.prompt_len, 0, false};
     waiting_.push_back(id);
@@ -99,6 +104,7 @@ SchedulerState Scheduler::view() const { return {states_, waiting_, running_}; }
 
 std::span<const TokenEvent> Scheduler::step() {
     events_.clear();
+    admitted_.clear();
     counts_ = {};
     retire();
     admit();
@@ -136,6 +142,7 @@ void Scheduler::admit() {
         states_[std::size_t(id)].computed = engine_.open(id, q.tokens);
         q.open = true;
         running_.push_back(id);
+        admitted_.push_back(q.request);
     }
 }
 
@@ -193,9 +200,9 @@ void Scheduler::run_batch() {
     }
 }
 
-// The next token (greedy), then the stop conditions.
+// The next token (the request's sampler), then the stop conditions.
 void Scheduler::advance(int id, const float* logits) {
-    const int token = argmax(logits, engine_.config().vocab_size);
+    const int token = sample(pool_[std::size_t(id)].sampler, logits, engine_.config().vocab_size);
     pool_[std::size_t(id)].tokens.push_back(token);
     states_[std::size_t(id)].tokens++;
     const FinishReason why = stop_reason(id, token);
@@ -207,7 +214,7 @@ void Scheduler::advance(int id, const float* logits) {
 
 FinishReason Scheduler::stop_reason(int id, int token) {
     Sequence& q = pool_[std::size_t(id)];
-    if (token == cfg_.eos_id && !cfg_.ignore_eos) return FinishReason::eos;
+    if (token == cfg_.eos_id && !q.ignore_eos) return FinishReason::eos;
     if (!q.stop.empty()) {
         const std::string piece = cfg_.token_text(token);
         q.text += piece;

@@ -9,7 +9,8 @@
 //               newest running sequence (close it; it waits again, in front,
 //               and recomputes its prompt and output when readmitted)
 //            5. ONE engine step over the batch
-//            6. pick each finished item's next token (greedy) and check the
+//            6. pick each finished item's next token (the request's own
+//               sampler: greedy by default) and check the
 //               stop conditions: EOS, max tokens, the context, stop strings;
 //               a stopped sequence is closed at once
 //
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/sampler.hpp"
 #include "serve/serving_engine.hpp"
 #include "serve/step_policy.hpp"
 
@@ -35,6 +37,8 @@ struct Request {
     std::vector<int> prompt;        // (P) token ids, 1 <= P <= max_model_len
     int max_tokens = 16;            // output tokens at most (>= 1)
     std::vector<std::string> stop;  // stop strings (needs SchedulerConfig::token_text)
+    SamplerConfig sampler;          // how its tokens are chosen (default: greedy)
+    bool ignore_eos = false;        // generate past EOS (also when SchedulerConfig::ignore_eos)
 };
 
 enum class FinishReason { none, eos, length, stop_string, cancelled };
@@ -82,6 +86,9 @@ public:
     int waiting() const { return int(waiting_.size()); }
     int running() const { return int(running_.size()); }
     const StepCounts& last_step() const { return counts_; }
+    // Request ids the last step admitted (again, after a preemption): from
+    // then on their tokens are computed.
+    std::span<const int> admitted() const { return admitted_; }
 
 private:
     struct Sequence;  // the pool entry behind a SeqState
@@ -103,6 +110,7 @@ private:
     std::vector<SeqState> states_;  // (pool) what the policy sees
     std::vector<int> free_ids_, waiting_, running_;
     std::vector<int> decided_;      // retire()'s and admit()'s output
+    std::vector<int> admitted_;     // (admitted) request ids
     std::vector<BatchItem> batch_;
     std::vector<SeqWork> work_;
     std::vector<TokenEvent> events_;

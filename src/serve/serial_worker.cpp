@@ -1,9 +1,11 @@
 #include "serve/serial_worker.hpp"
 
+#include <omp.h>
+
 #include <array>
 
 #include "engine/sampler.hpp"
-#include "serve/stop_matcher.hpp"
+#include "serve/token_stream.hpp"
 
 namespace pd::serve {
 
@@ -14,15 +16,6 @@ constexpr int kSlot = 0;  // the engine's one cache slot
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
-
-// One request's state while it runs.
-struct SerialWorker::Generation {
-    Sampler sampler;
-    StreamDecoder decoder;       // ids -> text, never splitting a UTF-8 character
-    StopMatcher stops;           // holds back text that may start a stop string
-    int generated = 0;
-    Clock::time_point last_token;
-};
 
 SerialWorker::SerialWorker(Engine& engine, Tokenizer tokenizer, ServerMetrics& metrics, int block_size)
     : engine_(engine), tokenizer_(std::move(tokenizer)), metrics_(metrics), block_size_(block_size),
@@ -53,6 +46,7 @@ void SerialWorker::shutdown() {
 }
 
 void SerialWorker::loop() {
+    omp_set_num_threads(omp_threads_);  // a new thread starts with OpenMP's default, not --threads
     while (std::shared_ptr<Job> job = queue_.pop()) {
         try {
             run(*job);
@@ -69,8 +63,9 @@ void SerialWorker::run(Job& job) {
     const CompletionRequest& r = job.request;
     const Clock::time_point start = Clock::now();
     metrics_.started(seconds(start - job.received));
-    Generation g{make_sampler(r.sampler, engine_.config().vocab_size), StreamDecoder(tokenizer_),
-                 StopMatcher(r.stop), 0, start};
+    Sampler sampler = make_sampler(r.sampler, engine_.config().vocab_size);
+    TokenStream out(tokenizer_, r, engine_.config().eos_id);
+    Clock::time_point last_token = start;
     engine_.reset(kSlot);
     const float* logits = engine_.prefill(kSlot, r.prompt);  // (vocab) logits of the last prompt position
     const double prefill_s = seconds(Clock::now() - start);
@@ -82,12 +77,12 @@ void SerialWorker::run(Job& job) {
             job.emit({"", 0, finish, ""});
             break;
         }
-        const int id = sample(g.sampler, logits, engine_.config().vocab_size);
+        const int id = sample(sampler, logits, engine_.config().vocab_size);
         const Clock::time_point now = Clock::now();
-        if (g.generated == 0) metrics_.first_token(seconds(now - job.received), prefill_s);
-        else metrics_.next_token(seconds(now - g.last_token));
-        g.last_token = now;
-        StreamEvent e = token_event(g, job, id);
+        if (out.generated() == 0) metrics_.first_token(seconds(now - job.received), prefill_s);
+        else metrics_.next_token(seconds(now - last_token));
+        last_token = now;
+        StreamEvent e = out.push(id);
         finish = e.finish_reason;
         job.emit(std::move(e));
         if (!finish.empty()) break;
@@ -95,27 +90,7 @@ void SerialWorker::run(Job& job) {
         logits = engine_.decode(slot, token);  // the token just chosen goes in; the next one's logits come out
         publish_kv_blocks();
     }
-    metrics_.finished(finish, int(r.prompt.size()), g.generated, true);
-}
-
-StreamEvent SerialWorker::token_event(Generation& g, const Job& job, int id) const {
-    const CompletionRequest& r = job.request;
-    g.generated += 1;
-    StreamEvent e;
-    if (id == engine_.config().eos_id && !r.ignore_eos) {
-        e.text = g.stops.push(g.decoder.flush()) + g.stops.flush();
-        e.finish_reason = "stop";
-        return e;
-    }
-    e.text = g.stops.push(g.decoder.push(id));
-    if (g.stops.stopped()) {
-        e.finish_reason = "stop";
-    } else if (g.generated == r.max_tokens) {
-        e.text += g.stops.push(g.decoder.flush());
-        e.text += g.stops.stopped() ? "" : g.stops.flush();
-        e.finish_reason = g.stops.stopped() ? "stop" : "length";
-    }
-    return e;
+    metrics_.finished(finish, int(r.prompt.size()), out.generated(), true);
 }
 
 void SerialWorker::publish_kv_blocks() {

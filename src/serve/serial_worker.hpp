@@ -4,6 +4,8 @@
 // exactly what makes client-observed TTFT grow with the arrival rate.
 #pragma once
 
+#include <omp.h>
+
 #include <memory>
 #include <thread>
 
@@ -27,11 +29,8 @@ public:
     void shutdown() override;
 
 private:
-    struct Generation;
     void loop();
     void run(Job& job);
-    // Turns token `id` into the event the client gets; sets its finish_reason when it ends the request.
-    StreamEvent token_event(Generation& g, const Job& job, int id) const;
     void publish_kv_blocks();
 
     Engine& engine_;
@@ -40,6 +39,7 @@ private:
     int block_size_;
     RequestQueue queue_;
     std::atomic<bool> aborting_{false};
+    int omp_threads_ = omp_get_max_threads();  // the creating thread's --threads, for the worker thread
     std::thread thread_;  // last: starts once everything above is ready
 };
 

@@ -97,6 +97,8 @@ std::string ServerMetrics::render() const {
     std::string out = gauge("pdlab_num_requests_running", "Requests the worker is generating now.", running_) +
                       gauge("pdlab_num_requests_waiting", "Requests queued for the worker.", waiting_) +
                       gauge("pdlab_kv_blocks_used", "KV cache blocks held by running requests.", kv_used_) +
+                      gauge("pdlab_kv_blocks_free", "KV cache blocks a new request can take (cached prefixes included).",
+                            kv_total_ - kv_used_) +
                       gauge("pdlab_kv_blocks_total", "KV cache blocks the server has.", kv_total_) +
                       counter("pdlab_prompt_tokens_total", "Prompt tokens of finished requests.", prompt_tokens_) +
                       counter("pdlab_generation_tokens_total", "Tokens generated, all requests.", generation_tokens_) +

@@ -51,6 +51,8 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
                                    --goodput or --output-len; the paged KV pool: --block-size 0,
                                    --kv-blocks 0, more blocks or MiB than memory, MiB holding no
                                    block, a request needing more blocks than the pool
+                         serve     an unknown --batching, --max-seqs 0, a --kv-blocks pool that cannot
+                                   hold one whole-context request, --kv-blocks with --batching serial
 
 In the --draft cases, @MODEL stands for the case's own checkpoint folder.
 
@@ -490,6 +492,11 @@ CASES += [
      ["--kv-blocks", "1", "--block-size", "16"], r"blocks"),
     ("serve_goodput_bad", good_llama, "serve-sim", ["--goodput", "ttfb:5"], r"goodput"),
     ("serve_output_len_bad", good_llama, "serve-sim", ["--output-len", "gauss:3"], r"output-len"),
+    # pdlab serve: each fails before it listens (a case that does not would run until --timeout)
+    ("serve_batching_unknown", good_llama, "serve", ["--batching", "batched"], r"batching"),
+    ("serve_max_seqs_0", good_llama, "serve", ["--max-seqs", "0"], r"max-seqs"),
+    ("serve_kv_blocks_too_few", good_llama, "serve", ["--kv-blocks", "1", "--block-size", "4"], r"kv-blocks"),
+    ("serve_kv_blocks_serial", good_llama, "serve", ["--batching", "serial", "--kv-blocks", "8"], r"kv-blocks"),
 ]
 
 
@@ -514,6 +521,8 @@ def build_cmd(pdlab, command, model, extra, work, name):
         cmd += ([] if has_ids else ["--prompt-ids", IDS]) + ["--greedy", "--json", os.path.join(work, name + ".json")]
         if "-n" not in extra:
             cmd += ["-n", "4"]
+    elif command == "serve":
+        cmd += ["--port", "0"]
     elif command == "serve-sim":
         trace = os.path.join(model, "trace.jsonl")
         cmd += ["--quiet"] + (["--trace", trace] if os.path.exists(trace) else ["--num-requests", "2", "--rate", "inf"])

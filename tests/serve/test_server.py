@@ -3,8 +3,8 @@
 
     python3 tests/serve/test_server.py --pdlab build/src/pdlab/pdlab [--case NAME]
 
-One server on an ephemeral port (--port 0) serves every case, in this order;
-each case is bounded in time and stops by itself:
+One server on an ephemeral port (--port 0, --batching continuous: the default)
+serves every case, in this order; each case is bounded in time and stops by itself:
 
   stream_well_formed  every SSE event is `data: <chunk JSON>`, one chunk per token, one
                       finish_reason on the last, the usage chunk, then `data: [DONE]`
@@ -14,11 +14,15 @@ each case is bounded in time and stops by itself:
   body_too_large      a 10 MiB body gets 413 with error JSON, before the body is read
   slow_loris          a client stuck mid-headers is dropped after --read-timeout, and
                       does not hold up anyone else meanwhile
-  disconnects         20 clients hang up mid-stream: all 20 cancelled, no request left
-                      running or waiting, no KV block held (read from /metrics)
-  load                16 concurrent streaming clients for LOAD_SECONDS: every stream well
-                      formed, no request lost or duplicated, resident memory after warm-up
-                      grows by less than RSS_GROWTH_KB
+  concurrent          CONCURRENT greedy streams at once: each well formed with its own id,
+                      several running together (/metrics), and every text identical to
+                      what a second server with --batching serial answers one at a time
+  disconnects         100 clients hang up mid-stream: all 100 cancelled, no request left
+                      running or waiting, every KV block back on the free list (/metrics)
+  load                64 concurrent streaming clients for LOAD_SECONDS (10; the issue's
+                      60 with PDLAB_SERVE_LOAD_SECONDS=60): every stream well formed, no
+                      request lost or duplicated, resident memory after warm-up grows by
+                      less than RSS_GROWTH_KB
   loadgen             `pdlab loadgen` against this server: 8 requests, all completed, its
                       JSON (vLLM's keys) counts exactly the tokens asked for; a bad --url
                       or --goodput exits 2 with a message
@@ -43,20 +47,21 @@ import threading
 import time
 
 READ_TIMEOUT_S = 2          # the server's --read-timeout
-LOAD_CLIENTS = 16
-LOAD_SECONDS = 20
-WARMUP_SECONDS = 5
+LOAD_CLIENTS = 64
+LOAD_SECONDS = int(os.environ.get("PDLAB_SERVE_LOAD_SECONDS", "10"))  # CI's budget; the issue asks 60
+WARMUP_SECONDS = min(5, LOAD_SECONDS // 3)
 RSS_GROWTH_KB = 16 * 1024   # steady state: no per-request leak, so far below this
-DISCONNECTS = 20
+DISCONNECTS = 100
+CONCURRENT = 32
 
 
 class Server:
     """pdlab serve on an ephemeral port, killed at exit whatever happens."""
 
-    def __init__(self, pdlab):
+    def __init__(self, pdlab, extra=()):
         self.proc = subprocess.Popen(
             [pdlab, "serve", "--model", "tiny", "--port", "0", "--threads", "1",
-             "--read-timeout", str(READ_TIMEOUT_S), "--shutdown-grace", "10"],
+             "--read-timeout", str(READ_TIMEOUT_S), "--shutdown-grace", "10", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
@@ -104,17 +109,18 @@ def metrics(server):
 
 
 def read_stream(resp):
-    """The chunks of an SSE response, checked: (chunks, usage). Raises AssertionError on any fault."""
+    """The chunks of an SSE response, checked: (chunks, usage, id). Raises AssertionError on any fault."""
     assert resp.status == 200, f"a stream must answer 200, got {resp.status}: {resp.read()[:300]!r}"
     assert resp.getheader("Content-Type", "").startswith("text/event-stream"), resp.getheader("Content-Type")
     events = resp.read().decode().split("\n\n")
     assert events[-1] == "", "an SSE stream ends with a blank line after its last event"
     assert events[-2] == "data: [DONE]", f"the last event must be 'data: [DONE]', got {events[-2]!r}"
-    chunks, usage = [], None
+    chunks, usage, ids = [], None, set()
     for e in events[:-2]:
         assert e.startswith("data: "), f"every event is one 'data: ' line, got {e[:80]!r}"
         j = json.loads(e[6:])
         assert j["object"] == "text_completion" and j["id"].startswith("cmpl-"), j
+        ids.add(j["id"])
         if j["choices"]:
             chunks.append(j["choices"][0])
         else:
@@ -122,7 +128,8 @@ def read_stream(resp):
     finishes = [c["finish_reason"] for c in chunks]
     assert finishes and finishes[-1] in ("stop", "length") and all(f is None for f in finishes[:-1]), \
         f"only the last chunk carries a finish_reason (stop or length), got {finishes}"
-    return chunks, usage
+    assert len(ids) == 1, f"every chunk of one stream carries its request's id, got {sorted(ids)}"
+    return chunks, usage, ids.pop()
 
 
 def stream(server, body, timeout=60):
@@ -134,7 +141,7 @@ def stream(server, body, timeout=60):
 
 
 def case_stream_well_formed(server):
-    chunks, usage = stream(server, {"prompt": "Once upon a time", "max_tokens": 12, "seed": 1,
+    chunks, usage, _ = stream(server, {"prompt": "Once upon a time", "max_tokens": 12, "seed": 1,
                                     "stream_options": {"include_usage": True}})
     assert usage is not None, "stream_options.include_usage asks for a usage chunk before [DONE]"
     assert len(chunks) == usage["completion_tokens"], \
@@ -222,6 +229,67 @@ def case_slow_loris(server):
         f"the stalled client must be dropped after --read-timeout {READ_TIMEOUT_S} s (waited {waited:.1f} s)"
 
 
+CONCURRENT_PROMPTS = ["Once upon a time", "The little dog", "Lily wanted to", "One day, a boy named Tom",
+                      "The sun was", "Tim and Sue", "There was a big", "Mom said"]
+
+
+def concurrent_requests():
+    """CONCURRENT greedy requests, different prompts and lengths, the same on every run."""
+    return [{"prompt": f"{CONCURRENT_PROMPTS[i % len(CONCURRENT_PROMPTS)]} {i}", "max_tokens": 8 + (5 * i) % 17,
+             "temperature": 0, "ignore_eos": True} for i in range(CONCURRENT)]
+
+
+def stream_into(server, body, i, start, texts, errors):
+    try:
+        start.wait(30)
+        chunks, _, cmpl_id = stream(server, body, timeout=120)
+        assert len(chunks) == body["max_tokens"], f"{len(chunks)} chunks for max_tokens {body['max_tokens']}"
+        texts[i] = (cmpl_id, "".join(c["text"] for c in chunks))
+    except Exception as e:  # noqa: BLE001 - reported by the case
+        errors.append(f"request {i}: {e!r}")
+
+
+def most_running(server, until):
+    """The largest pdlab_num_requests_running seen until `until` is set."""
+    most = 0
+    while not until.is_set():
+        most = max(most, metrics(server)["pdlab_num_requests_running"])
+        time.sleep(0.02)
+    return most
+
+
+def case_concurrent(server, pdlab):
+    bodies, texts, errors = concurrent_requests(), [None] * CONCURRENT, []
+    start, finished = threading.Barrier(CONCURRENT), threading.Event()
+    clients = [threading.Thread(target=stream_into, args=(server, b, i, start, texts, errors))
+               for i, b in enumerate(bodies)]
+    peak = []
+    watcher = threading.Thread(target=lambda: peak.append(most_running(server, finished)))
+    watcher.start()
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join(180)
+    finished.set()
+    watcher.join(30)
+    assert not errors, f"{len(errors)} of {CONCURRENT} streams failed, e.g. {errors[:3]}"
+    ids = [t[0] for t in texts]
+    assert len(set(ids)) == CONCURRENT, f"{CONCURRENT} requests must get {CONCURRENT} different ids, got {len(set(ids))}"
+    assert peak and peak[0] >= 2, \
+        f"{CONCURRENT} clients at once, yet /metrics never showed two requests running together ({peak})"
+    serial = Server(pdlab, ["--batching", "serial"])
+    try:
+        for i, body in enumerate(bodies):
+            status, j = post(serial, body, timeout=60)
+            assert status == 200, j
+            assert texts[i][1] == j["choices"][0]["text"], \
+                (f"request {i} ({body}): greedy text batched {texts[i][1]!r} but served alone {j['choices'][0]['text']!r}; "
+                 f"batching must not change what a request computes")
+    finally:
+        serial.close()
+    print(f"  concurrent: {CONCURRENT} streams, up to {peak[0]:.0f} running together, texts equal to serial serving")
+
+
 def hang_up_after_first_token(server, errors):
     try:
         c = server.conn(60)
@@ -260,6 +328,8 @@ def case_disconnects(server):
     assert cancelled == DISCONNECTS, f"{DISCONNECTS} clients hung up mid-stream, {cancelled:.0f} requests cancelled"
     assert m["pdlab_num_requests_running"] == 0 and m["pdlab_num_requests_waiting"] == 0, m
     assert m["pdlab_kv_blocks_used"] == 0, f"cancelled requests must free their KV blocks: {m['pdlab_kv_blocks_used']} held"
+    assert m["pdlab_kv_blocks_free"] == m["pdlab_kv_blocks_total"], \
+        f"every block back on the free list: {m['pdlab_kv_blocks_free']:.0f} of {m['pdlab_kv_blocks_total']:.0f} free"
 
 
 def load_client(server, stop_at, seeds, faults, lock):
@@ -268,7 +338,7 @@ def load_client(server, stop_at, seeds, faults, lock):
         seed = rng.randrange(1 << 40)
         want = rng.randint(4, 16)
         try:
-            chunks, usage = stream(server, {"prompt": "Once upon a time", "max_tokens": want, "seed": seed,
+            chunks, usage, _ = stream(server, {"prompt": "Once upon a time", "max_tokens": want, "seed": seed,
                                             "ignore_eos": True, "stream_options": {"include_usage": True}})
             assert len(chunks) == want == usage["completion_tokens"], (len(chunks), want, usage)
             with lock:
@@ -297,7 +367,8 @@ def case_load(server):
     assert done - done_before == len(seeds), \
         f"the server finished {done - done_before:.0f} requests, the clients got {len(seeds)}: lost or extra"
     growth = rss_end - rss_warm
-    print(f"  load: {len(seeds)} streams by {LOAD_CLIENTS} clients in {LOAD_SECONDS} s; "
+    print(f"  load: {len(seeds)} streams by {LOAD_CLIENTS} clients in {LOAD_SECONDS} s "
+          f"({len(seeds) / LOAD_SECONDS:.1f} requests/s); "
           f"RSS {rss_warm} kB after warm-up, {rss_end} kB at the end")
     assert growth < RSS_GROWTH_KB, f"resident memory grew {growth} kB under steady load (bound {RSS_GROWTH_KB})"
 
@@ -351,7 +422,7 @@ def case_sigterm(server):
 
 
 CASES = [case_stream_well_formed, case_non_stream_usage, case_bad_requests, case_body_too_large,
-         case_slow_loris, case_disconnects, case_load, case_loadgen, case_port_in_use,
+         case_slow_loris, case_concurrent, case_disconnects, case_load, case_loadgen, case_port_in_use,
          case_sigterm]
 
 
@@ -369,7 +440,7 @@ def main():
                 continue
             t0 = time.monotonic()
             try:
-                case(server, a.pdlab) if case in (case_loadgen, case_port_in_use) else case(server)
+                case(server, a.pdlab) if case in (case_concurrent, case_loadgen, case_port_in_use) else case(server)
                 print(f"ok    serve.{name} ({time.monotonic() - t0:.1f} s)")
             except AssertionError as e:
                 failed.append(name)

@@ -16,6 +16,7 @@
 #include "common.hpp"
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
+#include "engine/sampler.hpp"
 #include "io/model_source.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
@@ -317,6 +318,57 @@ TEST_CASE("serve.scheduler.stop_conditions") {
         CHECK(why.at(1) == FinishReason::stop_string);
         CHECK(got.at(1).size() <= 4);
     }
+}
+
+namespace {
+
+// What a request sampled with `sc` yields alone on the fake model, drawn with
+// the engine's sampler over the fake's logits (1 for its next token, 0 elsewhere).
+std::vector<int> sampled_alone(std::vector<int> tokens, int max_tokens, const pd::SamplerConfig& sc) {
+    pd::Sampler sampler = pd::make_sampler(sc, kVocab);
+    std::vector<float> logits(kVocab);
+    std::vector<int> out;
+    while (int(out.size()) < max_tokens) {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        logits[std::size_t(next_token(tokens))] = 1.0f;
+        out.push_back(pd::sample(sampler, logits.data(), kVocab));
+        tokens.push_back(out.back());
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("serve.scheduler.per_request_sampling") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    Scheduler s(engine, policy, config(3, 8));
+    const std::vector<int> prompt = {4, 8, 15};
+    const pd::SamplerConfig hot{1.0f, 0, 1.0f, pd::test::seed_for(7)}, nucleus{0.7f, 0, 0.5f, pd::test::seed_for(8)};
+    std::vector<Request> rs = {{1, prompt, 20, {}, hot}, {2, prompt, 20, {}}, {3, prompt, 20, {}, nucleus},
+                               {4, {1, 2}, 9, {}, hot}};
+    const auto got = run_all(s, rs);
+    INFO("each request draws from its own sampler (temperature, top_p, seed), whoever shares its steps");
+    CHECK(got.at(1) == sampled_alone(prompt, 20, hot));
+    CHECK_MESSAGE(got.at(2) == alone(prompt, 20), "a request without a sampler config stays greedy");
+    CHECK(got.at(3) == sampled_alone(prompt, 20, nucleus));
+    CHECK(got.at(4) == sampled_alone({1, 2}, 9, hot));
+    CHECK_MESSAGE(got.at(1) != got.at(2), "temperature 1 over 50 near-equal logits should leave the greedy path");
+}
+
+TEST_CASE("serve.scheduler.per_request_ignore_eos") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    const std::vector<int> prompt = {5, 6, 7};
+    const auto free_run = alone(prompt, 12);
+    SchedulerConfig c = config(2, 64);
+    c.eos_id = free_run[3];
+    Scheduler s(engine, policy, c);
+    Request ignoring{2, prompt, 12, {}};
+    ignoring.ignore_eos = true;
+    const auto got = run_all(s, {{1, prompt, 12, {}}, ignoring});
+    CHECK_MESSAGE(got.at(1) == alone(prompt, 12, c.eos_id), "a request that keeps EOS stops there");
+    CHECK_MESSAGE(got.at(2) == free_run, "a request with ignore_eos runs to max_tokens, the other's EOS aside");
 }
 
 TEST_CASE("serve.scheduler.bad_input") {

@@ -1,0 +1,178 @@
+#include "serve/batching_worker.hpp"
+
+#include <omp.h>
+
+#include <climits>
+
+#include "common.hpp"
+
+namespace pd::serve {
+
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+SchedulerConfig scheduler_config(const ServingEngine& engine, StepLimits limits) {
+    SchedulerConfig c;
+    c.limits = limits;
+    c.max_model_len = engine.config().max_seq_len;
+    c.eos_id = engine.config().eos_id;
+    // Stop strings are matched on the streamed text (TokenStream), which
+    // cancels the request: the scheduler needs no token_text.
+    return c;
+}
+
+}  // namespace
+
+// One request in the scheduler: its job, what its client has been sent, its times.
+struct BatchingWorker::Live {
+    std::shared_ptr<Job> job;
+    TokenStream out;
+    bool admitted = false;       // the scheduler has started computing it
+    Clock::time_point admitted_at, last_token;
+};
+
+BatchingWorker::BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits)
+    : engine_(engine), tokenizer_(std::move(tokenizer)), metrics_(metrics),
+      scheduler_(engine, policy_, scheduler_config(engine, limits)) {
+    const int context = engine.config().max_seq_len;
+    const int need = (context + engine.block_size() - 1) / engine.block_size();
+    if (engine.total_blocks() < need)
+        fail("{} KV blocks of {} positions cannot hold one request of the whole context ({} positions, "
+             "{} blocks): give --kv-blocks {} or more",
+             engine.total_blocks(), engine.block_size(), context, need, need);
+    publish_kv_blocks();
+    thread_ = std::thread([this] { loop(); });
+}
+
+BatchingWorker::~BatchingWorker() { shutdown(); }
+
+bool BatchingWorker::submit(std::shared_ptr<Job> job) {
+    metrics_.queued();
+    if (inbox_.push(std::move(job))) return true;
+    metrics_.finished("abort", 0, 0, false);
+    return false;
+}
+
+void BatchingWorker::abort_all() {
+    aborting_ = true;  // the scheduler's requests are cancelled at the worker's next step
+    for (const auto& job : inbox_.take_all()) {
+        job->emit({"", 0, "abort", ""});
+        metrics_.finished("abort", int(job->request.prompt.size()), 0, false);
+    }
+}
+
+void BatchingWorker::shutdown() {
+    inbox_.close();
+    if (thread_.joinable()) thread_.join();
+}
+
+void BatchingWorker::loop() {
+    omp_set_num_threads(omp_threads_);  // a new thread starts with OpenMP's default, not --threads
+    while (take_jobs()) {
+        cancel_gone();
+        try {
+            step();
+        } catch (const std::exception& e) {  // e.g. out of memory: these requests fail, the server goes on
+            fail_all(e.what());
+        }
+        publish_kv_blocks();
+    }
+}
+
+// Moves queued jobs into the scheduler; waits for one when there is nothing
+// to run. False once the inbox is closed and everything has finished.
+bool BatchingWorker::take_jobs() {
+    if (live_.empty()) {
+        std::shared_ptr<Job> job = inbox_.pop();
+        if (!job) return false;
+        add(std::move(job));
+    }
+    for (auto& job : inbox_.take_all()) add(std::move(job));
+    return true;
+}
+
+void BatchingWorker::add(std::shared_ptr<Job> job) {
+    const CompletionRequest& r = job->request;
+    const int id = next_id_;
+    next_id_ = next_id_ == INT_MAX ? 0 : next_id_ + 1;
+    try {
+        scheduler_.add(Request{id, r.prompt, r.max_tokens, {}, r.sampler, r.ignore_eos});
+    } catch (const std::exception& e) {
+        job->emit({"", 0, "error", e.what()});
+        metrics_.finished("error", int(r.prompt.size()), 0, false);
+        return;
+    }
+    live_.emplace(id, std::make_unique<Live>(Live{job, TokenStream(tokenizer_, job->request, engine_.config().eos_id)}));
+}
+
+// A client that has gone (or the shutdown's grace period being over) cancels
+// its request; the scheduler frees its blocks at the start of the next step.
+void BatchingWorker::cancel_gone() {
+    for (const auto& [id, l] : live_)
+        if (aborting_ || l->job->cancelled()) scheduler_.cancel(id);
+}
+
+void BatchingWorker::step() {
+    const std::span<const TokenEvent> events = scheduler_.step();
+    const Clock::time_point now = Clock::now();
+    for (int id : scheduler_.admitted()) {
+        Live& l = *live_.at(id);
+        if (l.admitted) continue;  // readmitted after a preemption: it started long ago
+        l.admitted = true;
+        l.admitted_at = now;  // the step's end: close enough, a step is milliseconds
+        metrics_.started(seconds(now - l.job->received));
+    }
+    for (const TokenEvent& ev : events) deliver(ev, now);
+}
+
+// Sends event `ev` to its job; the job ends when the scheduler or the text says so.
+void BatchingWorker::deliver(const TokenEvent& ev, Clock::time_point now) {
+    const auto it = live_.find(ev.request);
+    if (it == live_.end()) return;  // ended already (a stop string), retired now
+    Live& l = *it->second;
+    if (ev.token < 0) {             // cancelled: the client went, or the server is stopping
+        end(ev.request, {"", 0, aborting_ ? "abort" : "cancelled", ""});
+        return;
+    }
+    const Clock::duration since_start = now - l.job->received;
+    if (l.out.generated() == 0) metrics_.first_token(seconds(since_start), seconds(now - l.admitted_at));
+    else metrics_.next_token(seconds(now - l.last_token));
+    l.last_token = now;
+    StreamEvent e = l.out.push(ev.token);
+    if (e.finish_reason.empty() && ev.finished != FinishReason::none) {  // the context is full
+        StreamEvent last = l.out.end(finish_reason_name(ev.finished));
+        e.text += last.text;
+        e.finish_reason = last.finish_reason;
+    }
+    if (e.finish_reason.empty()) return l.job->emit(std::move(e));
+    // A stop string in the text ends the request before the scheduler knows.
+    if (ev.finished == FinishReason::none) scheduler_.cancel(ev.request);
+    end(ev.request, std::move(e));
+}
+
+void BatchingWorker::end(int id, StreamEvent e) {
+    const auto it = live_.find(id);
+    const Live& l = *it->second;
+    metrics_.finished(e.finish_reason, int(l.job->request.prompt.size()), l.out.generated(), l.admitted);
+    l.job->emit(std::move(e));
+    live_.erase(it);
+}
+
+// Every request fails with `why`; the scheduler retires them all (and frees
+// their blocks) at the start of its next step, before any computation.
+void BatchingWorker::fail_all(const std::string& why) {
+    std::vector<int> ids;
+    for (const auto& [id, l] : live_) ids.push_back(id);
+    for (int id : ids) {
+        scheduler_.cancel(id);
+        end(id, {"", 0, "error", why});
+    }
+    scheduler_.step();
+}
+
+void BatchingWorker::publish_kv_blocks() {
+    metrics_.kv_blocks(engine_.total_blocks() - engine_.free_blocks(), engine_.total_blocks());
+}
+
+}  // namespace pd::serve

@@ -1,0 +1,67 @@
+// The worker that serves many clients at once: continuous batching through
+// the track-2 Scheduler (scheduler.hpp) on a ServingEngine (the paged KV
+// cache on a CPU). One thread owns the scheduler and loops
+//
+//   take the jobs the HTTP threads queued     (Scheduler::add)
+//   cancel those whose client has gone        (Scheduler::cancel: blocks free next step)
+//   ONE step over every running request       (decode rows + prefill chunks)
+//   send each new token to its job            (TokenStream: text, stop strings)
+//
+// so a request that arrives while others generate joins the next step instead
+// of waiting for them to finish, as it would with the SerialWorker.
+#pragma once
+
+#include <omp.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+
+#include "io/tokenizer.hpp"
+#include "serve/request_queue.hpp"
+#include "serve/scheduler.hpp"
+#include "serve/server_metrics.hpp"
+#include "serve/step_policy.hpp"
+#include "serve/token_stream.hpp"
+#include "serve/worker.hpp"
+
+namespace pd::serve {
+
+class BatchingWorker final : public Worker {
+public:
+    // `engine` is borrowed and must outlive the worker. Every request must fit
+    // the engine's blocks on its own (UserError otherwise, here, at start).
+    BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits);
+    ~BatchingWorker() override;
+
+    bool submit(std::shared_ptr<Job> job) override;
+    void abort_all() override;
+    void shutdown() override;
+
+private:
+    struct Live;  // a job the scheduler holds
+    void loop();
+    bool take_jobs();
+    void add(std::shared_ptr<Job> job);
+    void cancel_gone();
+    void step();
+    void deliver(const TokenEvent& ev, Clock::time_point now);
+    void end(int id, StreamEvent e);
+    void fail_all(const std::string& why);
+    void publish_kv_blocks();
+
+    ServingEngine& engine_;
+    Tokenizer tokenizer_;
+    ServerMetrics& metrics_;
+    ContinuousBatching policy_;
+    Scheduler scheduler_;
+    std::unordered_map<int, std::unique_ptr<Live>> live_;  // by scheduler request id
+    int next_id_ = 0;
+    RequestQueue inbox_;
+    std::atomic<bool> aborting_{false};
+    int omp_threads_ = omp_get_max_threads();  // the creating thread's --threads, for the worker thread
+    std::thread thread_;  // last: starts once everything above is ready
+};
+
+}  // namespace pd::serve
