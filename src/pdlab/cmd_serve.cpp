@@ -10,6 +10,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "measure/hardware.hpp"
 #include "serve/batching_worker.hpp"
 #include "serve/http_server.hpp"
 #include "serve/paged_serving_engine.hpp"

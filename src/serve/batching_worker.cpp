@@ -83,7 +83,7 @@ void BatchingWorker::loop() {
 // Moves queued jobs into the scheduler; waits for one when there is nothing
 // to run. False once the inbox is closed and everything has finished.
 bool BatchingWorker::take_jobs() {
-    if (live_.empty()) {
+    if (live_.empty() && scheduler_.idle()) {  // (not idle: a stopped request still to retire)
         std::shared_ptr<Job> job = inbox_.pop();
         if (!job) return false;
         add(std::move(job));
@@ -103,7 +103,8 @@ void BatchingWorker::add(std::shared_ptr<Job> job) {
         metrics_.finished("error", int(r.prompt.size()), 0, false);
         return;
     }
-    live_.emplace(id, std::make_unique<Live>(Live{job, TokenStream(tokenizer_, job->request, engine_.config().eos_id)}));
+    TokenStream out(tokenizer_, job->request, engine_.config().eos_id);
+    live_.emplace(id, std::make_unique<Live>(Live{std::move(job), std::move(out), false, {}, {}}));
 }
 
 // A client that has gone (or the shutdown's grace period being over) cancels
@@ -117,8 +118,9 @@ void BatchingWorker::step() {
     const std::span<const TokenEvent> events = scheduler_.step();
     const Clock::time_point now = Clock::now();
     for (int id : scheduler_.admitted()) {
-        Live& l = *live_.at(id);
-        if (l.admitted) continue;  // readmitted after a preemption: it started long ago
+        const auto it = live_.find(id);
+        if (it == live_.end() || it->second->admitted) continue;  // readmitted after a preemption
+        Live& l = *it->second;
         l.admitted = true;
         l.admitted_at = now;  // the step's end: close enough, a step is milliseconds
         metrics_.started(seconds(now - l.job->received));

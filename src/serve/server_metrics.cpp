@@ -109,8 +109,8 @@ std::string ServerMetrics::render() const {
         out += fmt::format("pdlab_request_success_total{{finished_reason=\"{}\"}} {}\n", reason, n);
     out += ttft_.render("pdlab_time_to_first_token_seconds", "From acceptance to the first token, queueing included.");
     out += itl_.render("pdlab_inter_token_latency_seconds", "Between consecutive tokens of a request.");
-    out += queue_.render("pdlab_request_queue_time_seconds", "From acceptance until the worker takes it.");
-    out += prefill_.render("pdlab_request_prefill_time_seconds", "The prefill pass alone (model-side).");
+    out += queue_.render("pdlab_request_queue_time_seconds", "From acceptance until the worker takes it (serial) or the scheduler admits it.");
+    out += prefill_.render("pdlab_request_prefill_time_seconds", "Model-side: from the worker taking the request to its first token (its prefill).");
     return out;
 }
 

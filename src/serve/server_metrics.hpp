@@ -5,8 +5,10 @@
 // Server-side times start when the request was accepted (parsed, checked and
 // queued) and end when the worker chose a token: they include queueing but
 // not the network, the HTTP parsing or the client's reading; the client's
-// TTFT (pdlab loadgen) includes those too. Prefill time alone is the model-side
-// part of TTFT.
+// TTFT (pdlab loadgen) includes those too. The model-side part of TTFT runs
+// from the worker taking the request to its first token: the prefill pass
+// (serial worker), or the scheduler steps that computed its prompt alongside
+// other requests' tokens (batching worker).
 #pragma once
 
 #include <mutex>
@@ -37,7 +39,7 @@ public:
 
     void queued();                                       // a request joins the queue
     void started(double queue_s);                        // the worker takes it
-    void first_token(double ttft_s, double prefill_s);   // server-side TTFT; model-side prefill
+    void first_token(double ttft_s, double prefill_s);   // server-side TTFT; its model-side part
     void next_token(double itl_s);                       // each later token
     // The end of a request: `reason` is its finish_reason; `ran` false when it
     // never left the queue.

@@ -1,6 +1,7 @@
-// What the HTTP server needs from whatever runs the requests. The serial
-// worker (serial_worker.hpp) runs one at a time; the continuous-batching
-// scheduler can take its place behind the same three calls.
+// What the HTTP server needs from whatever runs the requests: the serial
+// worker (serial_worker.hpp) runs one at a time; the batching worker
+// (batching_worker.hpp) runs many at once through the continuous-batching
+// scheduler. Both behind the same three calls.
 #pragma once
 
 #include <memory>
