@@ -115,6 +115,7 @@ void BatchingWorker::cancel_gone() {
 }
 
 void BatchingWorker::step() {
+    const Clock::time_point start = Clock::now();
     const std::span<const TokenEvent> events = scheduler_.step();
     const Clock::time_point now = Clock::now();
     for (int id : scheduler_.admitted()) {
@@ -122,8 +123,8 @@ void BatchingWorker::step() {
         if (it == live_.end() || it->second->admitted) continue;  // readmitted after a preemption
         Live& l = *it->second;
         l.admitted = true;
-        l.admitted_at = now;  // the step's end: close enough, a step is milliseconds
-        metrics_.started(seconds(now - l.job->received));
+        l.admitted_at = start;  // its prefill began in this step: from here on, the time is model-side
+        metrics_.started(seconds(start - l.job->received));
     }
     for (const TokenEvent& ev : events) deliver(ev, now);
 }
