@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -72,8 +73,8 @@ CLI::App* add_serve_options(CLI::App& app, ServeCliOptions& o) {
     sub->add_option("--block-size", o.block_size, "continuous: KV positions per cache block")
         ->check(CLI::Range(1, 4096))->capture_default_str();
     sub->add_option("--kv-blocks", o.kv_blocks,
-        "continuous: KV blocks in the pool (default: --max-seqs requests of the whole context); "
-        "fewer makes the scheduler preempt")
+        "continuous: KV blocks in the pool (default: --max-seqs requests of the whole context, "
+        "within 1 GiB); fewer makes the scheduler preempt when they run out")
         ->check(CLI::Range(1, INT_MAX));
     return sub;
 }
@@ -120,6 +121,17 @@ struct Backend {
     std::string hardware;
 };
 
+// Room for --max-seqs requests of the whole context, within kDefaultKvBytes
+// (the pool is allocated at start), yet never less than one such request.
+constexpr std::size_t kDefaultKvBytes = std::size_t(1) << 30;
+int default_kv_blocks(const Config& c, const ServeCliOptions& o, int context) {
+    const long long per_request = (context + o.block_size - 1) / o.block_size;
+    const std::size_t per_block = kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, sizeof(float));
+    const long long in_budget = (long long)(kDefaultKvBytes / per_block);
+    const long long blocks = std::max(per_request, std::min(per_request * o.limits.max_seqs, in_budget));
+    return int(std::min<long long>(INT_MAX, blocks));
+}
+
 Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics& metrics) {
     Backend b;
     if (o.batching == "serial") {
@@ -129,24 +141,25 @@ Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics&
         b.hardware = s.engine->hardware() + ", serial";
         return b;
     }
+    // A request's positions (prompt + output): --max-seq when given, else the model's context.
+    const int model_context = s.loaded.model->config.max_seq_len;
+    const int context = o.common.max_seq > 0 ? std::min(o.common.max_seq, model_context) : model_context;
     if (o.common.device == "cpu") {
-        const int context = s.loaded.model->config.max_seq_len;
         serve::PagedOptions p;
         p.block_size = o.block_size;
         p.threads = o.common.threads;
-        p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks
-            : int(std::min<long long>(INT_MAX, (long long)(context + o.block_size - 1) / o.block_size * o.limits.max_seqs));
+        p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks : default_kv_blocks(s.loaded.model->config, o, context);
         b.serving = serve::make_paged_serving_engine(s.loaded.model, p);
         b.hardware = cpu_summary();
     } else {
-        start_engine(s, o.common, o.limits.max_seqs, 0);
+        start_engine(s, o.common, o.limits.max_seqs, context);
         b.serving = std::make_unique<serve::SlotServingEngine>(*s.engine, o.block_size);
         b.hardware = s.engine->hardware();
     }
-    b.context = b.serving->config().max_seq_len;
+    b.context = context;
     b.hardware += fmt::format(", continuous batching of up to {} requests, {} KV blocks of {}",
                               o.limits.max_seqs, b.serving->total_blocks(), b.serving->block_size());
-    b.worker = std::make_unique<serve::BatchingWorker>(*b.serving, s.loaded.tokenizer, metrics, o.limits);
+    b.worker = std::make_unique<serve::BatchingWorker>(*b.serving, s.loaded.tokenizer, metrics, o.limits, context);
     return b;
 }
 

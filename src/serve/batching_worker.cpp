@@ -12,10 +12,12 @@ namespace {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-SchedulerConfig scheduler_config(const ServingEngine& engine, StepLimits limits) {
+SchedulerConfig scheduler_config(const ServingEngine& engine, StepLimits limits, int context) {
+    if (context < 1 || context > engine.config().max_seq_len)
+        fail("a context of {} positions: give 1 to the model's {}", context, engine.config().max_seq_len);
     SchedulerConfig c;
     c.limits = limits;
-    c.max_model_len = engine.config().max_seq_len;
+    c.max_model_len = context;
     c.eos_id = engine.config().eos_id;
     // Stop strings are matched on the streamed text (TokenStream), which
     // cancels the request: the scheduler needs no token_text.
@@ -32,10 +34,10 @@ struct BatchingWorker::Live {
     Clock::time_point admitted_at, last_token;
 };
 
-BatchingWorker::BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits)
+BatchingWorker::BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits,
+                               int context)
     : engine_(engine), tokenizer_(std::move(tokenizer)), metrics_(metrics),
-      scheduler_(engine, policy_, scheduler_config(engine, limits)) {
-    const int context = engine.config().max_seq_len;
+      scheduler_(engine, policy_, scheduler_config(engine, limits, context)) {
     const int need = (context + engine.block_size() - 1) / engine.block_size();
     if (engine.total_blocks() < need)
         fail("{} KV blocks of {} positions cannot hold one request of the whole context ({} positions, "

@@ -30,9 +30,11 @@ namespace pd::serve {
 
 class BatchingWorker final : public Worker {
 public:
-    // `engine` is borrowed and must outlive the worker. Every request must fit
-    // the engine's blocks on its own (UserError otherwise, here, at start).
-    BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits);
+    // `engine` is borrowed and must outlive the worker. `context`: positions a
+    // request may use (prompt + output), at most the model's; one such request
+    // must fit the engine's blocks on its own (UserError otherwise, here, at start).
+    BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits,
+                   int context);
     ~BatchingWorker() override;
 
     bool submit(std::shared_ptr<Job> job) override;

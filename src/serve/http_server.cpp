@@ -92,15 +92,19 @@ void HttpServer::add_routes() {
 }
 
 int HttpServer::bind() {
-    if (opts_.port == 0) {
-        const int port = http_->bind_to_any_port(opts_.host);
+    int port = opts_.port;
+    if (port == 0) {
+        port = http_->bind_to_any_port(opts_.host);
         if (port < 0) fail("cannot listen on {}: is it an address of this machine?", opts_.host);
-        return port;
-    }
-    if (!http_->bind_to_port(opts_.host, opts_.port))
+    } else if (!http_->bind_to_port(opts_.host, port)) {
         fail("cannot listen on {}:{}: the port is in use or the address is not this machine's; "
-             "pick another with --port (0: any free port)", opts_.host, opts_.port);
-    return opts_.port;
+             "pick another with --port (0: any free port)", opts_.host, port);
+    }
+    // Debian's compiled httplib listens with a backlog of 5: a burst of clients
+    // connecting at once (64 in the load test) would overflow it and see
+    // resets. Listening again on the same socket only widens the queue.
+    if (const int fd = listen_fd_; fd >= 0) ::listen(fd, SOMAXCONN);
+    return port;
 }
 
 void HttpServer::serve() { http_->listen_after_bind(); }

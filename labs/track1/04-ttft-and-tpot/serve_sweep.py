@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 COLUMNS = ["rate", "completed", "req_per_s", "out_tok_per_s", "client_ttft_p50_ms", "client_ttft_p99_ms",
            "client_ttft_mean_ms", "server_ttft_mean_ms", "server_queue_mean_ms", "model_ttft_mean_ms",
-           "client_tpot_p50_ms"]
+           "client_tpot_p50_ms", "client_itl_p50_ms", "client_itl_p99_ms", "client_e2el_p50_ms"]
 
 
 def parse_args():
@@ -109,7 +109,8 @@ def run_rate(a, url, rate, work, num_requests):
             "server_ttft_mean_ms": mean_ms(before, after, "time_to_first_token"),
             "server_queue_mean_ms": mean_ms(before, after, "request_queue_time"),
             "model_ttft_mean_ms": mean_ms(before, after, "request_prefill_time"),
-            "client_tpot_p50_ms": j["median_tpot_ms"]}
+            "client_tpot_p50_ms": j["median_tpot_ms"], "client_itl_p50_ms": j["median_itl_ms"],
+            "client_itl_p99_ms": j["p99_itl_ms"], "client_e2el_p50_ms": j["median_e2el_ms"]}
 
 
 def plot(rows, a):
