@@ -99,7 +99,7 @@ void BatchingWorker::add(std::shared_ptr<Job> job) {
     const int id = next_id_;
     next_id_ = next_id_ == INT_MAX ? 0 : next_id_ + 1;
     try {
-        scheduler_.add(Request{id, r.prompt, r.max_tokens, {}, r.sampler, r.ignore_eos});
+        scheduler_.add(Request{id, r.prompt, r.max_tokens, {}}, Sampling{r.sampler, r.ignore_eos});
     } catch (const std::exception& e) {
         job->emit({"", 0, "error", e.what()});
         metrics_.finished("error", int(r.prompt.size()), 0, false);

@@ -62,7 +62,7 @@ int Scheduler::free_id() {
     return int(pool_.size()) - 1;
 }
 
-void Scheduler::add(Request r) {
+void Scheduler::add(Request r, const Sampling& sampling) {
     if (r.prompt.empty()) fail("request {} has an empty prompt", r.id);
     if (int(r.prompt.size()) > cfg_.max_model_len)
         fail("request {}: its prompt of {} tokens is longer than the context of {} positions",
@@ -73,6 +73,7 @@ void Scheduler::add(Request r) {
             fail("request {}: stop strings must be non-empty and need a tokenizer", r.id);
     for (const Sequence& q : pool_)
         if (q.live && q.request == r.id) fail("request id {} is already queued", r.id);
+    validate(sampling.sampler);
     const int id = free_id();
     Sequence& q = pool_[std::size_t(id)];
     q.request = r.id;
@@ -83,9 +84,8 @@ void Scheduler::add(Request r) {
         (long long)q.prompt_len + r.max_tokens, (long long)cfg_.max_model_len + 1)));
     q.stop = std::move(r.stop);
     q.text.clear();
-    validate(r.sampler);
-    q.sampler = make_sampler(r.sampler, engine_.config().vocab_size);
-    q.ignore_eos = r.ignore_eos || cfg_.ignore_eos;
+    q.sampler = make_sampler(sampling.sampler, engine_.config().vocab_size);
+    q.ignore_eos = sampling.ignore_eos || cfg_.ignore_eos;
     q.live = true;
     states_[std::size_t(id)] = SeqState{q.prompt_len, 0, false};
     waiting_.push_back(id);

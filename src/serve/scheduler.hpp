@@ -37,8 +37,13 @@ struct Request {
     std::vector<int> prompt;        // (P) token ids, 1 <= P <= max_model_len
     int max_tokens = 16;            // output tokens at most (>= 1)
     std::vector<std::string> stop;  // stop strings (needs SchedulerConfig::token_text)
-    SamplerConfig sampler;          // how its tokens are chosen (default: greedy)
-    bool ignore_eos = false;        // generate past EOS (also when SchedulerConfig::ignore_eos)
+};
+
+// How one request's tokens are chosen, apart from Request so that the
+// scheduler's many callers that only want greedy decoding need not say so.
+struct Sampling {
+    SamplerConfig sampler;    // temperature, top-k, top-p, seed (default: greedy)
+    bool ignore_eos = false;  // generate past EOS (also when SchedulerConfig::ignore_eos)
 };
 
 enum class FinishReason { none, eos, length, stop_string, cancelled };
@@ -73,9 +78,10 @@ public:
     Scheduler(ServingEngine& engine, StepPolicy& policy, SchedulerConfig cfg);
     ~Scheduler();
 
-    // Queues a request (UserError: empty prompt, longer than the context, a
-    // stop string without token_text, max_tokens < 1, an id already queued).
-    void add(Request r);
+    // Queues a request, chosen greedily unless `sampling` says otherwise
+    // (UserError: empty prompt, longer than the context, a stop string
+    // without token_text, max_tokens < 1, an id already queued, a bad sampler).
+    void add(Request r, const Sampling& sampling = {});
     // Marks a waiting or running request cancelled; the next step closes it
     // and reports it. False when no such request is queued.
     bool cancel(int request_id);

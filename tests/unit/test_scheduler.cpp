@@ -146,11 +146,17 @@ std::vector<Request> random_requests(int n, std::uint64_t seed) {
 }
 
 // Runs `rs`, adding request i before step 2*i (staggered arrivals); returns each request's tokens.
+// `sampling`: by request id, for those not decoded greedily.
 std::map<int, std::vector<int>> run_all(Scheduler& s, const std::vector<Request>& rs,
-                                        std::map<int, FinishReason>* reasons = nullptr) {
+                                        std::map<int, FinishReason>* reasons = nullptr,
+                                        const std::map<int, Sampling>* sampling = nullptr) {
     std::map<int, std::vector<int>> out;
     for (int k = 0; k < 10000 && (k < 2 * int(rs.size()) || !s.idle()); k++) {
-        if (k % 2 == 0 && k / 2 < int(rs.size())) s.add(rs[std::size_t(k / 2)]);
+        if (k % 2 == 0 && k / 2 < int(rs.size())) {
+            const Request& r = rs[std::size_t(k / 2)];
+            const bool sampled = sampling && sampling->count(r.id);
+            s.add(r, sampled ? sampling->at(r.id) : Sampling{});
+        }
         for (const TokenEvent& e : s.step()) {
             if (e.token >= 0) out[e.request].push_back(e.token);
             if (e.finished != FinishReason::none && reasons) (*reasons)[e.request] = e.finished;
@@ -345,9 +351,9 @@ TEST_CASE("serve.scheduler.per_request_sampling") {
     Scheduler s(engine, policy, config(3, 8));
     const std::vector<int> prompt = {4, 8, 15};
     const pd::SamplerConfig hot{1.0f, 0, 1.0f, pd::test::seed_for(7)}, nucleus{0.7f, 0, 0.5f, pd::test::seed_for(8)};
-    std::vector<Request> rs = {{1, prompt, 20, {}, hot}, {2, prompt, 20, {}}, {3, prompt, 20, {}, nucleus},
-                               {4, {1, 2}, 9, {}, hot}};
-    const auto got = run_all(s, rs);
+    const std::vector<Request> rs = {{1, prompt, 20, {}}, {2, prompt, 20, {}}, {3, prompt, 20, {}}, {4, {1, 2}, 9, {}}};
+    const std::map<int, Sampling> sampling = {{1, {hot}}, {3, {nucleus}}, {4, {hot}}};  // 2: greedy
+    const auto got = run_all(s, rs, nullptr, &sampling);
     INFO("each request draws from its own sampler (temperature, top_p, seed), whoever shares its steps");
     CHECK(got.at(1) == sampled_alone(prompt, 20, hot));
     CHECK_MESSAGE(got.at(2) == alone(prompt, 20), "a request without a sampler config stays greedy");
@@ -364,9 +370,8 @@ TEST_CASE("serve.scheduler.per_request_ignore_eos") {
     SchedulerConfig c = config(2, 64);
     c.eos_id = free_run[3];
     Scheduler s(engine, policy, c);
-    Request ignoring{2, prompt, 12, {}};
-    ignoring.ignore_eos = true;
-    const auto got = run_all(s, {{1, prompt, 12, {}}, ignoring});
+    const std::map<int, Sampling> sampling = {{2, {{}, true}}};  // 2 ignores EOS, 1 does not
+    const auto got = run_all(s, {{1, prompt, 12, {}}, {2, prompt, 12, {}}}, nullptr, &sampling);
     CHECK_MESSAGE(got.at(1) == alone(prompt, 12, c.eos_id), "a request that keeps EOS stops there");
     CHECK_MESSAGE(got.at(2) == free_run, "a request with ignore_eos runs to max_tokens, the other's EOS aside");
 }
