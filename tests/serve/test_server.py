@@ -9,6 +9,8 @@ serves every case, in this order; each case is bounded in time and stops by itse
   stream_well_formed  every SSE event is `data: <chunk JSON>`, one chunk per token, one
                       finish_reason on the last, the usage chunk, then `data: [DONE]`
   non_stream_usage    the whole JSON answer counts prompt and completion tokens right
+  stop_string         a stop string cut from a greedy answer ends the stream just before it
+                      ("stop"), and the request's KV blocks are free once it has ended
   bad_requests        each bad body gets 400 with OpenAI's error JSON naming the field,
                       and the server goes on answering
   body_too_large      a 10 MiB body gets 413 with error JSON, before the body is read
@@ -158,6 +160,22 @@ def case_non_stream_usage(server):
     assert j["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}, \
         f"5 prompt ids and 7 tokens with ignore_eos must count as 5 + 7, got {j['usage']}"
     assert j["choices"][0]["finish_reason"] == "length", j
+
+
+def case_stop_string(server):
+    body = {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+    _, free = post(server, body)
+    text = free["choices"][0]["text"]
+    stop = text[len(text) // 2:len(text) // 2 + 3]
+    assert len(stop) == 3 and stop.strip(), f"the greedy text {text!r} is too short to cut a stop string from"
+    chunks, usage, _ = stream(server, dict(body, stop=[stop], stream_options={"include_usage": True}))
+    got = "".join(c["text"] for c in chunks)
+    assert got == text[:text.index(stop)] and chunks[-1]["finish_reason"] == "stop", \
+        f"stop {stop!r}: the client gets the text before it ({text[:text.index(stop)]!r}), got {got!r}"
+    assert usage["completion_tokens"] < 24, usage
+    m = wait_idle(server, 30)
+    assert m["pdlab_kv_blocks_used"] == 0, \
+        f"a request ended by a stop string must give its blocks back at once: {m['pdlab_kv_blocks_used']:.0f} held"
 
 
 BAD_REQUESTS = [  # (body, the field the error must name or None)
@@ -421,7 +439,7 @@ def case_sigterm(server):
     assert code == 0, f"SIGTERM must end the server with exit 0, got {code}"
 
 
-CASES = [case_stream_well_formed, case_non_stream_usage, case_bad_requests, case_body_too_large,
+CASES = [case_stream_well_formed, case_non_stream_usage, case_stop_string, case_bad_requests, case_body_too_large,
          case_slow_loris, case_concurrent, case_disconnects, case_load, case_loadgen, case_port_in_use,
          case_sigterm]
 
