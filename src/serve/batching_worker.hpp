@@ -63,7 +63,7 @@ private:
     RequestQueue inbox_;
     std::atomic<bool> aborting_{false};
     int omp_threads_ = omp_get_max_threads();  // the creating thread's --threads, for the worker thread
-    std::thread thread_;  // last: starts once everything above is ready
+    std::thread thread_;  // started at the end of the constructor, once the pool is checked
 };
 
 }  // namespace pd::serve
