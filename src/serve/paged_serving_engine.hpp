@@ -25,8 +25,8 @@ struct PagedOptions {
     bool prefix_caching = true;  // offer full blocks to the prefix cache, consult it in open()
     // The block bookkeeping and the prefix lookup; empty: the engine's own
     // (BlockAllocator, PrefixCache). Lab 07 plugs the student's in here.
-    BlockPoolFactory make_block_pool;
-    PrefixIndexFactory make_prefix_index;
+    BlockPoolFactory make_block_pool = {};
+    PrefixIndexFactory make_prefix_index = {};
 };
 
 // Bytes of K/V live sequences hold (blocks) against what they fill (positions);

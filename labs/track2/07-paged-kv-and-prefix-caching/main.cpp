@@ -306,8 +306,9 @@ int main(int argc, char** argv) {
     cli::add_common(&app, o.lab);
     app.add_option("--num-requests", o.num_requests, "requests in the trace")
         ->check(CLI::Range(1, 100000))->capture_default_str();
-    app.add_option("--rate", o.rate, "request rate (req/s, Poisson arrivals)")->check(CLI::PositiveNumber)
-        ->capture_default_str();
+    // Not below 0.05: the replay waits for each arrival in real time.
+    app.add_option("--rate", o.rate, "request rate (req/s, Poisson arrivals; 0.05 to 1e6)")
+        ->check(CLI::Range(0.05, 1e6))->capture_default_str();
     app.add_option("--seed", o.seed, "seed of the trace")->capture_default_str();
     app.add_option("--prefix-len", o.prefix_len, "tokens of the system prompt every request starts with")
         ->check(CLI::Range(1, 1 << 20))->capture_default_str();

@@ -216,7 +216,7 @@ TEST_CASE("lab07.exhaustion.parked_blocks_are_taken_when_nothing_is_free") {
     CHECK_MESSAGE(a.available() == 2, "parked blocks count as available");
     CHECK_MESSAGE(a.allocate() == y, "nothing free: the least recently parked block is reused");
     CHECK(a.allocate() == x);
-    CHECK_MESSAGE(evicted == std::vector<int>{y, x}, "on_evict names each reused parked block, in order");
+    CHECK_MESSAGE((evicted == std::vector<int>{y, x}), "on_evict names each reused parked block, in order");
     CHECK_MESSAGE(!a.is_cached(x), "a reused block is not cached any more: its old prefix is gone");
     CHECK(a.allocate() == -1);
     a.release(z);
@@ -366,7 +366,7 @@ TEST_CASE("lab07.lookup.insert_keeps_the_first_copy") {
     CHECK_MESSAGE(a.parked_count() == 1, "the cached copy parks");
     std::vector<int> got;
     CHECK(hits(p, a, ids, 1, &got) == 1);
-    CHECK_MESSAGE(got == std::vector<int>{first}, "a hit on a parked block reattaches it");
+    CHECK_MESSAGE((got == std::vector<int>{first}), "a hit on a parked block reattaches it");
     CHECK_MESSAGE(a.parked_count() == 1, "released again after the hit, it parks again");
 }
 
@@ -402,7 +402,7 @@ TEST_CASE("lab07.eviction.least_recently_used_cached_block_goes_first") {
     CHECK_MESSAGE(hits(p, a, prompt[2], 1) == 1, "C is still cached");  // C now the most recent
     a.allocate();
     a.allocate();
-    CHECK_MESSAGE(evicted == std::vector<int>{1, 0, 2}, "eviction order: B, then A (touched before C), then C");
+    CHECK_MESSAGE((evicted == std::vector<int>{1, 0, 2}), "eviction order: B, then A (touched before C), then C");
     CHECK_MESSAGE(p.cached_blocks() == 0, "every evicted block is forgotten by the cache");
     for (int i = 0; i < 3; i++) CHECK_MESSAGE(hits(p, a, prompt[std::size_t(i)], 1) == 0, "prompt ", i, " evicted");
     observe("eviction order", evicted);
