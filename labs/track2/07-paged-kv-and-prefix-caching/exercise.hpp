@@ -40,9 +40,10 @@ public:
     bool is_cached(int b) const override { return cached_[std::size_t(b)] != 0; }
     int refcount(int b) const override { return refcount_[std::size_t(b)]; }
 
-    // Task 1: a free block if there is one, else evict the least recently
-    // parked one (call on_evict(b) first, when set, so the prefix cache
-    // forgets it); refcount 1. -1 when every block is held.
+    // Task 1: the top of free_ (the block freed last) if any is free, else
+    // evict the least recently parked one (call on_evict(b) first, when set,
+    // so the prefix cache forgets it; then it is not cached any more);
+    // refcount 1. -1 when every block is held.
     int allocate() override;
     // Task 2: one more holder. A parked block stops being parked (leaves
     // parked_). Retaining a free block is an internal error: throw.

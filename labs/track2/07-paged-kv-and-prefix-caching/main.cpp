@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -206,9 +207,15 @@ void print_memory(const json& j) {
                 j["worst_slack_blocks_per_seq"].get<double>());
 }
 
+// Before the replays, so that a bad --out stops the lab at once.
+void make_out_dir(const fs::path& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail("cannot make the folder {} for the CSVs: {} (give another --out)", dir.string(), ec.message());
+}
+
 // [4] The per-step memory of both runs and every request's TTFT.
 void write_csvs(const fs::path& dir, const Run& off, const Run& on) {
-    fs::create_directories(dir);
     std::ofstream mem(dir / "memory.csv"), ttft(dir / "ttft.csv");
     mem << "run,step,live,used_bytes,paged_reserved_bytes,paged_held_bytes,contiguous_bytes\n";
     ttft << "run,request,ttft_ms\n";
@@ -227,6 +234,7 @@ int run(Options& o) {
     serve::check_limits(o.limits);
     if (o.block_size < 1) fail("--block-size {}: give at least 1 position (16 is the usual)", o.block_size);
     try_exercises();
+    make_out_dir(o.out);
     cli::Session s = cli::load_session(o.lab);
     const Config& c = s.loaded.model->config;
     const serve::Trace trace = make_trace(o, c.vocab_size);
