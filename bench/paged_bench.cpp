@@ -78,9 +78,13 @@ void report_memory(const std::shared_ptr<const Model>& m, int block_size) {
     }
     const auto use = e->memory_use();
     const std::size_t per_pos = e->bytes_per_block() / block_size;
-    fmt::print("KV bytes, {} sequences: used {:.2f} MB; paged reserved {:.2f} MB (+{:.1f}%); contiguous "
-               "slots of the context ({}) reserve {:.2f} MB\n", lens.size(), use.used_bytes / 1e6,
-               use.reserved_bytes / 1e6, 100.0 * (double(use.reserved_bytes) / use.used_bytes - 1), ctx,
+    // #13's target: paged reserves less than one block per sequence beyond what it uses.
+    const double slack_blocks = double(use.reserved_bytes - use.used_bytes) / double(e->bytes_per_block());
+    fmt::print("KV bytes, {} sequences: used {:.2f} MB; paged reserved {:.2f} MB (+{:.1f}%, {:.2f} blocks per "
+               "sequence: {}); contiguous slots of the context ({}) reserve {:.2f} MB\n", lens.size(),
+               use.used_bytes / 1e6, use.reserved_bytes / 1e6,
+               100.0 * (double(use.reserved_bytes) / use.used_bytes - 1), slack_blocks / double(lens.size()),
+               slack_blocks < double(lens.size()) ? "within one block each" : "MORE than one block each", ctx,
                double(per_pos) * ctx * lens.size() / 1e6);
 }
 

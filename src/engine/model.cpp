@@ -76,10 +76,11 @@ KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
     return cache;
 }
 
-PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks) {
+PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks,
+                                 const BlockPoolFactory& make_pool) {
     const Config& c = m.config;
     PagedKVCache cache = make_paged_kv_cache(c.n_layers, c.n_kv_heads, c.head_dim, block_size, total_blocks,
-                                             c.max_seq_len);
+                                             c.max_seq_len, make_pool);
     fill_rope_tables(cache, c, c.max_seq_len);
     return cache;
 }

@@ -104,7 +104,8 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
 
 // A paged cache of `total_blocks` blocks of `block_size` positions for this
 // model, with the rotary tables of its whole context.
-PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks);
+PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks,
+                                 const BlockPoolFactory& make_pool = {});
 
 // One sequence's share of a mixed batch.
 struct BatchItem {

@@ -5,12 +5,13 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "engine/block_allocator.hpp"
 #include "engine/host_memory.hpp"
 
 namespace pd {
 
 PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int block_size,
-                                 int total_blocks, int max_seq) {
+                                 int total_blocks, int max_seq, const BlockPoolFactory& make_pool) {
     if (block_size < 1) fail("a block size of {} positions: give at least 1 (16 is the usual)", block_size);
     if (total_blocks < 1)
         fail("a paged KV cache of {} blocks cannot hold a single position: give at least 1 block "
@@ -22,7 +23,9 @@ PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int
     check_fits_in_memory(c.bytes_per_block() * std::size_t(total_blocks),
                          fmt::format("a paged KV cache of {} blocks x {} positions", total_blocks, block_size),
                          "ask for fewer blocks (or fewer KV bytes)");
-    c.blocks = BlockAllocator(total_blocks);
+    c.blocks = make_pool ? make_pool(total_blocks) : std::make_unique<BlockAllocator>(total_blocks);
+    if (!c.blocks || c.blocks->total() != total_blocks)
+        fail("internal error: the block pool factory did not make a pool of {} blocks", total_blocks);
     const std::size_t n = std::size_t(n_layers) * total_blocks * c.block_stride();
     c.k.assign(n, 0.0f);
     c.v.assign(n, 0.0f);
@@ -43,8 +46,8 @@ void paged_write(PagedKVCache& c, int layer, const BlockTable& t, int pos, const
 bool paged_reserve(PagedKVCache& c, BlockTable& t, int len) {
     const int need = blocks_for(c, len) - int(t.blocks.size());
     if (need <= 0) return true;
-    if (need > c.blocks.available()) return false;
-    for (int i = 0; i < need; i++) t.blocks.push_back(c.blocks.allocate());
+    if (need > c.blocks->available()) return false;
+    for (int i = 0; i < need; i++) t.blocks.push_back(c.blocks->allocate());
     return true;
 }
 
@@ -62,16 +65,16 @@ bool paged_truncate(PagedKVCache& c, BlockTable& t, int len) {
     const bool writes_into_tail = len % c.block_size != 0;
     if (writes_into_tail) {
         const int tail = t.blocks[keep - 1];
-        if (c.blocks.refcount(tail) > 1 || c.blocks.is_cached(tail)) {  // others read it: copy on write
-            const int copy = c.blocks.allocate();
+        if (c.blocks->refcount(tail) > 1 || c.blocks->is_cached(tail)) {  // others read it: copy on write
+            const int copy = c.blocks->allocate();
             if (copy < 0) return false;
             copy_block(c, tail, copy);
-            c.blocks.release(tail);
+            c.blocks->release(tail);
             t.blocks[keep - 1] = copy;
         }
     }
     while (int(t.blocks.size()) > keep) {
-        c.blocks.release(t.blocks.back());
+        c.blocks->release(t.blocks.back());
         t.blocks.pop_back();
     }
     t.len = len;
@@ -79,7 +82,7 @@ bool paged_truncate(PagedKVCache& c, BlockTable& t, int len) {
 }
 
 void paged_release(PagedKVCache& c, BlockTable& t) {
-    for (int b : t.blocks) c.blocks.release(b);
+    for (int b : t.blocks) c.blocks->release(b);
     t.blocks.clear();
     t.len = 0;
 }

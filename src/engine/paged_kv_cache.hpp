@@ -13,9 +13,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
-#include "engine/block_allocator.hpp"
+#include "engine/block_pool.hpp"
 
 namespace pd {
 
@@ -31,11 +32,14 @@ struct PagedKVCache {
     int max_seq = 0;        // positions one sequence may reach (the model's context)
     std::vector<float> k;   // (layer, block, kv_head, block_size, head_dim)
     std::vector<float> v;   // (layer, block, kv_head, block_size, head_dim)
-    BlockAllocator blocks;  // which blocks are free, held, parked
+    // Which blocks are free, held, parked: the engine's BlockAllocator unless
+    // make_paged_kv_cache was given another pool (lab 07). On the heap, so a
+    // prefix index may keep a reference while the cache moves.
+    std::unique_ptr<BlockPool> blocks;
     // Rotary angles of positions 0 .. max_seq-1 (Llama; filled by model.hpp's make_paged_kv_cache).
     std::vector<float> rope_cos, rope_sin;  // (max_seq, head_dim/2)
 
-    int total_blocks() const { return blocks.total(); }
+    int total_blocks() const { return blocks->total(); }
     // Floats from one block to the next within a layer, and from one KV head's tile to the next.
     std::size_t block_stride() const { return std::size_t(n_kv_heads) * block_size * head_dim; }
     std::size_t tile_stride() const { return std::size_t(block_size) * head_dim; }
@@ -45,9 +49,10 @@ struct PagedKVCache {
 };
 
 // Refuses (UserError) a zero block size or block count, or a pool larger than
-// the memory available, before allocating it.
+// the memory available, before allocating it. `make_pool` makes the block
+// bookkeeping; empty: the engine's BlockAllocator.
 PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int block_size,
-                                 int total_blocks, int max_seq);
+                                 int total_blocks, int max_seq, const BlockPoolFactory& make_pool = {});
 
 // Blocks that hold `len` positions.
 inline int blocks_for(const PagedKVCache& c, int len) { return (len + c.block_size - 1) / c.block_size; }

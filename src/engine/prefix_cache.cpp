@@ -4,7 +4,7 @@
 
 namespace pd {
 
-PrefixCache::PrefixCache(BlockAllocator& blocks, int block_size)
+PrefixCache::PrefixCache(BlockPool& blocks, int block_size)
     : blocks_(blocks), block_size_(block_size), key_(blocks.total()), parent_(blocks.total()),
       tokens_(std::size_t(blocks.total()) * block_size), next_in_bucket_(blocks.total(), -1) {
     std::size_t buckets = 1;

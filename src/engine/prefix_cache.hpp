@@ -2,9 +2,7 @@
 // it, so requests that start alike (a shared system prompt, a long document
 // asked several questions) can share those blocks instead of recomputing them.
 //
-// A block is keyed by a hash chain: key(i) = hash(key(i-1), the block's
-// token ids), so equal keys mean equal prefixes up to a collision, and a
-// collision is caught by also comparing the stored parent key and token ids.
+// The engine's PrefixIndex (prefix_index.hpp: the hash chain of keys).
 // Cached blocks are shared read-only (a sequence appends into blocks of its
 // own); a cached block no sequence holds is parked by the allocator and
 // evicted least recently used, only when a free block is needed
@@ -16,39 +14,31 @@
 #include <span>
 #include <vector>
 
-#include "engine/block_allocator.hpp"
+#include "engine/prefix_index.hpp"
 
 namespace pd {
 
-class PrefixCache {
+class PrefixCache final : public PrefixIndex {
 public:
     // Registers itself as `blocks`' eviction hook: both must stay where they are.
-    PrefixCache(BlockAllocator& blocks, int block_size);
+    PrefixCache(BlockPool& blocks, int block_size);
     PrefixCache(const PrefixCache&) = delete;
     PrefixCache& operator=(const PrefixCache&) = delete;
 
-    static constexpr std::uint64_t kRoot = 0x6a09e667f3bcc908ull;  // the parent key of block 0
     // The key of a block of `tokens` (block_size ids) after the block keyed `parent`.
     static std::uint64_t chain(std::uint64_t parent, std::span<const int> tokens);
 
-    // The longest run of cached blocks, at most max_blocks, that prefixes
-    // `tokens`: appends their ids to `blocks_out` and their keys to
-    // `keys_out`, each retained for the caller. Returns how many.
     int match(std::span<const int> tokens, int max_blocks, std::vector<int>& blocks_out,
-              std::vector<std::uint64_t>& keys_out);
-
-    // Offers a sequence's full block of `tokens` after the block keyed `parent`;
-    // returns its key. A prefix already cached in another block keeps that one.
-    std::uint64_t insert(std::uint64_t parent, std::span<const int> tokens, int block);
-
-    int cached_blocks() const { return cached_; }
+              std::vector<std::uint64_t>& keys_out) override;
+    std::uint64_t insert(std::uint64_t parent, std::span<const int> tokens, int block) override;
+    int cached_blocks() const override { return cached_; }
 
 private:
     int find(std::uint64_t key, std::uint64_t parent, std::span<const int> tokens) const;
     void forget(int block);  // the allocator is reusing a parked block
     std::size_t bucket_of(std::uint64_t key) const { return key & (bucket_head_.size() - 1); }
 
-    BlockAllocator& blocks_;
+    BlockPool& blocks_;
     int block_size_;
     int cached_ = 0;
     // Per block id (total): its key, its parent's key, its token ids (total,

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "common.hpp"
+#include "engine/prefix_cache.hpp"
 #include "engine/request.hpp"
 
 namespace pd::serve {
@@ -24,10 +25,18 @@ static int pool_blocks(const Config& c, const PagedOptions& o) {
     return int(n);
 }
 
+// opts.make_prefix_index's index over `blocks`, else the engine's PrefixCache.
+static std::unique_ptr<PrefixIndex> make_prefix_index(const PagedOptions& o, BlockPool& blocks, int block_size) {
+    auto index = o.make_prefix_index ? o.make_prefix_index(blocks, block_size)
+                                     : std::make_unique<PrefixCache>(blocks, block_size);
+    if (!index) fail("internal error: the prefix index factory made no index");
+    return index;
+}
+
 PagedServingEngine::PagedServingEngine(std::shared_ptr<const Model> model, const PagedOptions& opts)
     : model_(std::move(model)), prefix_caching_(opts.prefix_caching),
-      cache_(make_paged_kv_cache(*model_, opts.block_size, pool_blocks(model_->config, opts))),
-      prefix_(cache_.blocks, cache_.block_size),
+      cache_(make_paged_kv_cache(*model_, opts.block_size, pool_blocks(model_->config, opts), opts.make_block_pool)),
+      prefix_(make_prefix_index(opts, *cache_.blocks, cache_.block_size)),
       st_(make_run_state(model_->config, 64)) {  // 64 rows before the first growth: most decode batches
     if (opts.threads > 0) omp_set_num_threads(opts.threads);
     items_.reserve(64);
@@ -57,7 +66,7 @@ int PagedServingEngine::open(int seq, std::span<const int> prompt) {
     if (!prefix_caching_) return 0;
     // Whole blocks only, and never the last prompt token: its logits pick the first output token.
     const int max_blocks = (int(prompt.size()) - 1) / block_size();
-    prefix_.match(prompt, max_blocks, s.table.blocks, s.keys);
+    prefix_->match(prompt, max_blocks, s.table.blocks, s.keys);
     s.table.len = int(s.table.blocks.size()) * block_size();
     s.tokens.assign(prompt.begin(), prompt.begin() + s.table.len);
     return s.table.len;
@@ -94,9 +103,9 @@ const float* PagedServingEngine::step(std::span<const SeqWork> work) {
 void PagedServingEngine::offer_full_blocks(Sequence& s) {
     const int bs = block_size();
     for (int i = int(s.keys.size()); (i + 1) * bs <= s.table.len; i++) {
-        const std::uint64_t parent = i > 0 ? s.keys[i - 1] : PrefixCache::kRoot;
+        const std::uint64_t parent = i > 0 ? s.keys[i - 1] : PrefixIndex::kRoot;
         const auto ids = std::span<const int>(s.tokens).subspan(std::size_t(i) * bs, bs);
-        s.keys.push_back(prefix_.insert(parent, ids, s.table.blocks[i]));
+        s.keys.push_back(prefix_->insert(parent, ids, s.table.blocks[i]));
     }
 }
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/model.hpp"
-#include "engine/prefix_cache.hpp"
+#include "engine/prefix_index.hpp"
 #include "serve/serving_engine.hpp"
 
 namespace pd::serve {
@@ -23,6 +23,10 @@ struct PagedOptions {
     std::size_t kv_bytes = 0;    // KV memory, when total_blocks is 0
     int threads = 0;             // OpenMP threads for the forward pass (0: as set already)
     bool prefix_caching = true;  // offer full blocks to the prefix cache, consult it in open()
+    // The block bookkeeping and the prefix lookup; empty: the engine's own
+    // (BlockAllocator, PrefixCache). Lab 07 plugs the student's in here.
+    BlockPoolFactory make_block_pool = {};
+    PrefixIndexFactory make_prefix_index = {};
 };
 
 // Bytes of K/V live sequences hold (blocks) against what they fill (positions);
@@ -39,7 +43,7 @@ public:
     const Config& config() const override { return model_->config; }
     int block_size() const override { return cache_.block_size; }
     int total_blocks() const override { return cache_.total_blocks(); }
-    int free_blocks() const override { return cache_.blocks.available(); }
+    int free_blocks() const override { return cache_.blocks->available(); }
     int open(int seq, std::span<const int> prompt) override;
     bool reserve(int seq, int len) override;
     void close(int seq) override;
@@ -62,7 +66,7 @@ private:
     std::shared_ptr<const Model> model_;
     bool prefix_caching_;
     PagedKVCache cache_;
-    PrefixCache prefix_;  // refers to cache_.blocks: declared after it
+    std::unique_ptr<PrefixIndex> prefix_;  // refers to *cache_.blocks: declared after it
     RunState st_;
     std::unordered_map<int, Sequence> seqs_;
     std::vector<BatchItem> items_;  // (work items) the step's batch, reused

@@ -497,7 +497,20 @@ CASES += [
     ("serve_max_seqs_0", good_llama, "serve", ["--max-seqs", "0"], r"max-seqs"),
     ("serve_kv_blocks_too_few", good_llama, "serve", ["--kv-blocks", "1", "--block-size", "4"], r"kv-blocks"),
     ("serve_kv_blocks_serial", good_llama, "serve", ["--batching", "serial", "--kv-blocks", "8"], r"kv-blocks"),
+    # lab 07's program (skipped when it is not built): its own flags
+    ("lab07_rate_too_low", good_llama, "lab07", ["--rate", "0.001"], r"rate"),
+    ("lab07_block_size_0", good_llama, "lab07", ["--block-size", "0"], r"block-size"),
+    ("lab07_prefix_past_context", good_llama, "lab07", ["--prefix-len", "100"], r"context"),
+    ("lab07_question_len_bad", good_llama, "lab07", ["--question-len", "gauss:3"], r"question-len"),
+    ("lab07_out_not_a_folder", good_llama, "lab07", ["--out", "/dev/null/lab07"], r"folder.*--out"),
 ]
+
+LAB07 = os.path.join("labs", "track2", "07-paged-kv-and-prefix-caching", "07-paged-kv-and-prefix-caching")
+
+
+def lab07_program(pdlab):
+    """Lab 07's program in the build folder that holds pdlab (build/src/pdlab/pdlab)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(pdlab))), LAB07)
 
 
 def has_nvidia_gpu():
@@ -513,6 +526,13 @@ def has_nvidia_gpu():
 def build_cmd(pdlab, command, model, extra, work, name):
     if command == "frobnicate":
         return [pdlab, "frobnicate", "--model", model]
+    if command == "lab07":  # a trace that fits the test model's 32 positions
+        cmd = [lab07_program(pdlab), "--model", model, "--quiet", "--no-plot", "--num-requests", "2"]
+        for flag, value in (("--prefix-len", "4"), ("--question-len", "fixed:2"), ("--output-len", "fixed:1"),
+                            ("--out", os.path.join(work, name + "_out"))):
+            if flag not in extra:
+                cmd += [flag, value]
+        return cmd + extra
     cmd = [pdlab, command, "--model", model]
     has_ids = "--prompt-ids" in extra
     if command == "logits":
@@ -567,6 +587,9 @@ def main():
         for i, (name, maker, command, extra, kw) in enumerate(cases):
             if name == "device_cuda" and gpu:
                 print("SKIP %s: this machine has an NVIDIA GPU" % name)
+                continue
+            if command == "lab07" and not os.access(lab07_program(pdlab), os.X_OK):
+                print("SKIP %s: lab 07's program is not built" % name)
                 continue
             # neutral folder names: a path echoed in a message must not supply the keyword
             d = os.path.join(work, "c%02d" % i)

@@ -3,6 +3,7 @@
 // mixed-batch forward, prefix caching and the serving engine built on them.
 #include <algorithm>
 #include <climits>
+#include <string>
 #include <vector>
 
 #include "check.hpp"
@@ -84,6 +85,11 @@ TEST_CASE("engine.paged.allocator_parks_cached_blocks_and_evicts_lru") {
 
 namespace {
 
+// The engine's own pool (a cache made without a factory) checks itself.
+std::string invariants(const PagedKVCache& c) {
+    return dynamic_cast<const BlockAllocator&>(*c.blocks).check_invariants();
+}
+
 // A small pool: 2 layers, 2 KV heads of 4 floats, blocks of 4 positions.
 PagedKVCache small_pool(int total_blocks) { return make_paged_kv_cache(2, 2, 4, 4, total_blocks, 64); }
 
@@ -131,8 +137,8 @@ TEST_CASE("engine.paged.block_table_round_trips_rows_across_blocks") {
     check_positions(c, b, 0, 11);
     paged_release(c, a);
     paged_release(c, b);
-    CHECK(c.blocks.free_count() == 6);
-    CHECK(c.blocks.check_invariants() == "");
+    CHECK(c.blocks->free_count() == 6);
+    CHECK(invariants(c) == "");
 }
 
 TEST_CASE("engine.paged.reserve_false_leaves_nothing_allocated") {
@@ -141,9 +147,9 @@ TEST_CASE("engine.paged.reserve_false_leaves_nothing_allocated") {
     REQUIRE(paged_reserve(c, a, 8));  // 2 of 3 blocks
     CHECK_FALSE_MESSAGE(paged_reserve(c, b, 8), "8 positions need 2 blocks and only 1 is free");
     CHECK_MESSAGE(b.blocks.empty(), "a refused reserve must not keep part of what it asked for");
-    CHECK(c.blocks.free_count() == 1);
+    CHECK(c.blocks->free_count() == 1);
     CHECK_MESSAGE(paged_reserve(c, a, 8), "a sequence that already has its blocks needs none more");
-    CHECK(c.blocks.check_invariants() == "");
+    CHECK(invariants(c) == "");
 }
 
 TEST_CASE("engine.paged.truncate_frees_blocks_and_copies_a_shared_tail") {
@@ -152,7 +158,7 @@ TEST_CASE("engine.paged.truncate_frees_blocks_and_copies_a_shared_tail") {
     REQUIRE(paged_reserve(c, a, 12));
     write_positions(c, a, 0, 12);
     BlockTable b;  // b shares a's first two blocks (a common prefix)
-    for (int i = 0; i < 2; i++) c.blocks.retain(a.blocks[i]), b.blocks.push_back(a.blocks[i]);
+    for (int i = 0; i < 2; i++) c.blocks->retain(a.blocks[i]), b.blocks.push_back(a.blocks[i]);
     b.len = 8;
     REQUIRE(paged_truncate(c, a, 6));
     CHECK_MESSAGE(a.blocks.size() == 2, "6 positions keep 2 blocks; the third goes back");
@@ -161,7 +167,7 @@ TEST_CASE("engine.paged.truncate_frees_blocks_and_copies_a_shared_tail") {
     check_positions(c, a, 0, 6);
     write_positions(c, a, 6, 8, 1);  // new rows 6, 7 in a's copy ...
     check_positions(c, b, 0, 8);  // ... and b still reads its own rows
-    CHECK(c.blocks.check_invariants() == "");
+    CHECK(invariants(c) == "");
 }
 
 TEST_CASE("engine.paged.bad_sizes_are_refused") {
