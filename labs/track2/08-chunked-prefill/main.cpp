@@ -96,7 +96,7 @@ Workload make_workload(const Options& o, int vocab, int stream_tokens) {
     std::mt19937_64 rng(o.seed);
     std::uniform_int_distribution<int> id(std::min(3, vocab - 1), vocab - 1);
     auto tokens = [&](int n) {
-        std::vector<int> t(std::size_t(n));
+        std::vector<int> t(static_cast<std::size_t>(n));
         for (int& x : t) x = id(rng);
         return t;
     };
@@ -137,8 +137,9 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     lab08::StudentPlanner planner;
     serve::Scheduler s(*engine, planner, {{o.streams + 1, b.tokens, false}, context, -1, true, nullptr});
     const int n = o.streams + 1;
-    std::vector<serve::RequestTiming> t(std::size_t(n));
-    Row row{b};
+    std::vector<serve::RequestTiming> t(static_cast<std::size_t>(n));
+    Row row;
+    row.budget = b;
     row.ids.resize(std::size_t(n));
     for (const auto& r : w.streams) s.add(r);
     const auto start = Clock::now();
