@@ -13,7 +13,7 @@ namespace pd::lab08 {
 void plan_step(const SchedulerState& s, int budget, std::vector<BatchItem>& out) {
     (void)s, (void)budget, (void)out;
     TODO_EXERCISE(
-        "README \"The planner\": reject a budget below 1 token first; then two passes over the "
+        "README \"The planner's rules\": reject a budget below 1 token first; then two passes over the "
         "running ids (decode rows, then prefill chunks) with a count of the tokens left");
 }
 

@@ -281,7 +281,8 @@ const pd::LoadedModel& bundled() {
 }
 
 std::unique_ptr<pd::serve::PagedServingEngine> paged_engine() {
-    return pd::serve::make_paged_serving_engine(bundled().model, {.block_size = 16, .total_blocks = 256});
+    // One thread: on a loaded machine an OpenMP team waits for its slowest member.
+    return pd::serve::make_paged_serving_engine(bundled().model, {.block_size = 16, .total_blocks = 256, .threads = 1});
 }
 
 // Forwards every call to a real engine and keeps a copy of the logits row of
