@@ -118,7 +118,7 @@ int auto_stream_tokens(const Options& o, const std::vector<Budget>& budgets, int
 
 struct Row {
     Budget budget;
-    double p99_itl_ms = 0, max_stall_ms = 0, ttft_ms = 0, output_throughput = 0, duration_s = 0;
+    double p50_itl_ms = 0, p99_itl_ms = 0, max_stall_ms = 0, ttft_ms = 0, output_throughput = 0, duration_s = 0;
     long long steps = 0;
     std::vector<std::vector<int>> ids;  // (requests) the tokens each got
 };
@@ -148,7 +148,10 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
         if (k == o.arrive_after) s.add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
         const auto events = s.step();
         const double at = now();
-        for (const auto& e : events) t[std::size_t(e.request)].token_s.push_back(at), row.ids[std::size_t(e.request)].push_back(e.token);
+        for (const auto& e : events) {
+            t[std::size_t(e.request)].token_s.push_back(at);
+            row.ids[std::size_t(e.request)].push_back(e.token);
+        }
         row.steps++;
     }
     row.duration_s = now();
@@ -163,7 +166,9 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
             all.push_back(gap);
             if (end > arrival && end <= first) window.push_back(gap);
         }
-    row.p99_itl_ms = serve::summarize_metric(window).p99;
+    const serve::MetricSummary itl = serve::summarize_metric(window);
+    row.p50_itl_ms = itl.median;
+    row.p99_itl_ms = itl.p99;
     row.max_stall_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
     row.ttft_ms = (first - arrival) * 1e3;
     long long outputs = 0;
@@ -186,6 +191,7 @@ Row median_row(const std::vector<Row>& runs) {
         for (const Row& x : runs) v.push_back(x.*f);
         return median(v);
     };
+    r.p50_itl_ms = med(&Row::p50_itl_ms);
     r.p99_itl_ms = med(&Row::p99_itl_ms);
     r.max_stall_ms = med(&Row::max_stall_ms);
     r.ttft_ms = med(&Row::ttft_ms);
@@ -204,14 +210,14 @@ void try_exercise() {
 }
 
 json row_json(const Row& r) {
-    return {{"budget", r.budget.label}, {"budget_tokens", r.budget.tokens}, {"p99_itl_ms", r.p99_itl_ms},
-            {"max_stall_ms", r.max_stall_ms}, {"ttft_ms", r.ttft_ms}, {"output_throughput", r.output_throughput},
+    return {{"budget", r.budget.label}, {"budget_tokens", r.budget.tokens}, {"p50_itl_ms", r.p50_itl_ms},
+            {"p99_itl_ms", r.p99_itl_ms}, {"max_stall_ms", r.max_stall_ms}, {"ttft_ms", r.ttft_ms}, {"output_throughput", r.output_throughput},
             {"duration_s", r.duration_s}, {"steps", r.steps}};
 }
 
 void print_row(const Row& r, const Row& unchunked) {
-    std::printf("  %-10s %8.1f %10.1f %10.1f %10.1f %8lld   x%.2f        x%.2f\n", r.budget.label.c_str(),
-                r.p99_itl_ms, r.max_stall_ms, r.ttft_ms, r.output_throughput, r.steps,
+    std::printf("  %-10s %8.1f %8.1f %10.1f %10.1f %8.1f %6lld   x%.2f        x%.2f\n", r.budget.label.c_str(),
+                r.p50_itl_ms, r.p99_itl_ms, r.max_stall_ms, r.ttft_ms, r.output_throughput, r.steps,
                 r.p99_itl_ms / unchunked.p99_itl_ms, r.output_throughput / unchunked.output_throughput);
 }
 
@@ -236,10 +242,10 @@ std::vector<Row> sweep(const std::shared_ptr<const Model>& model, const Options&
 void write_csv(const fs::path& dir, const std::vector<Row>& rows) {
     fs::create_directories(dir);
     std::ofstream f(dir / "budgets.csv");
-    f << "budget,budget_tokens,p99_itl_ms,max_stall_ms,ttft_ms,output_throughput\n";
+    f << "budget,budget_tokens,p50_itl_ms,p99_itl_ms,max_stall_ms,ttft_ms,output_throughput\n";
     for (const Row& r : rows)
-        f << fmt::format("{},{},{},{},{},{}\n", r.budget.label, r.budget.tokens, r.p99_itl_ms, r.max_stall_ms,
-                         r.ttft_ms, r.output_throughput);
+        f << fmt::format("{},{},{},{},{},{},{}\n", r.budget.label, r.budget.tokens, r.p50_itl_ms, r.p99_itl_ms,
+                         r.max_stall_ms, r.ttft_ms, r.output_throughput);
     if (!f) fail("cannot write {}", (dir / "budgets.csv").string());
 }
 
@@ -268,13 +274,14 @@ int run(Options& o) {
                 o.streams, o.stream_prompt, stream_tokens, o.arrive_after, o.prompt_len, o.newcomer_tokens,
                 o.repeats);
     std::printf("\n[1] your plan_step answers (ok)\n");
-    std::printf("\n[2] the budget sweep (medians over repeats; ITL: the streams' gaps while the prompt is prefilled)\n");
+    std::printf("\n[2] the budget sweep (medians over repeats; ITL: the streams' gaps while the prompt is "
+                "prefilled)\n");
     const std::vector<Row> rows = sweep(model, o, budgets, w);
     const Row& unchunked = *std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
         return a.budget.tokens < b.budget.tokens;
     });
-    std::printf("  budget     p99 ITL  max stall   new TTFT   output     steps   p99 ITL      throughput\n");
-    std::printf("  tokens          ms         ms         ms    tok/s            / widest     / widest\n");
+    std::printf("  budget     p50 ITL  p99 ITL  max stall   new TTFT   output  steps   p99 ITL      throughput\n");
+    std::printf("  tokens          ms       ms         ms         ms    tok/s          / widest     / widest\n");
     bool same = true;
     for (const Row& r : rows) {
         print_row(r, unchunked);

@@ -28,6 +28,7 @@ def main():
     rows = load(os.path.join(folder, "budgets.csv"))
     fig, (trade, tput) = plt.subplots(1, 2, figsize=(11, 4.2))
     ttft = [r["ttft_ms"] for r in rows]
+    trade.plot(ttft, [r["p50_itl_ms"] for r in rows], ":s", label="streams' p50 ITL while prefilling")
     trade.plot(ttft, [r["p99_itl_ms"] for r in rows], "-o", label="streams' p99 ITL while prefilling")
     trade.plot(ttft, [r["max_stall_ms"] for r in rows], "--^", label="streams' longest stall")
     for r in rows:
