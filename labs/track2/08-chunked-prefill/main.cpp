@@ -261,6 +261,7 @@ void check_options(const Options& o, int context) {
 
 int run(Options& o) {
     std::vector<Budget> budgets = parse_budgets(o.budgets);
+    if (o.lab.device != "cpu") fail("--device {}: this lab runs the paged engine, which runs on the CPU only", o.lab.device);
     try_exercise();
     cli::Session s = cli::load_session(o.lab);
     const auto& model = s.loaded.model;
