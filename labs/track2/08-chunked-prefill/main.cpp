@@ -217,8 +217,8 @@ json row_json(const Row& r) {
 }
 
 void print_row(const Row& r, const Row& unchunked) {
-    std::printf("  %-10s %8.1f %8.1f %10.1f %10.1f %8.1f %6lld   x%.2f        x%.2f\n", r.budget.label.c_str(),
-                r.p50_itl_ms, r.p99_itl_ms, r.max_stall_ms, r.ttft_ms, r.output_throughput, r.steps,
+    std::printf("  %-10s %8.1f %8.1f %10.1f %10.1f %8.1f %6lld   x%.2f        x%.2f\n",
+                r.budget.label.c_str(), r.p50_itl_ms, r.p99_itl_ms, r.max_stall_ms, r.ttft_ms, r.output_throughput, r.steps,
                 r.p99_itl_ms / unchunked.p99_itl_ms, r.output_throughput / unchunked.output_throughput);
 }
 
@@ -261,7 +261,8 @@ void check_options(const Options& o, int context) {
 
 int run(Options& o) {
     std::vector<Budget> budgets = parse_budgets(o.budgets);
-    if (o.lab.device != "cpu") fail("--device {}: this lab runs the paged engine, which runs on the CPU only", o.lab.device);
+    if (o.lab.device != "cpu")
+        fail("--device {}: this lab runs the paged engine, which runs on the CPU only", o.lab.device);
     try_exercise();
     cli::Session s = cli::load_session(o.lab);
     const auto& model = s.loaded.model;
