@@ -212,14 +212,14 @@ void try_exercise() {
 
 json row_json(const Row& r) {
     return {{"budget", r.budget.label}, {"budget_tokens", r.budget.tokens}, {"p50_itl_ms", r.p50_itl_ms},
-            {"p99_itl_ms", r.p99_itl_ms}, {"max_stall_ms", r.max_stall_ms}, {"ttft_ms", r.ttft_ms}, {"output_throughput", r.output_throughput},
-            {"duration_s", r.duration_s}, {"steps", r.steps}};
+            {"p99_itl_ms", r.p99_itl_ms}, {"max_stall_ms", r.max_stall_ms}, {"ttft_ms", r.ttft_ms},
+            {"output_throughput", r.output_throughput}, {"duration_s", r.duration_s}, {"steps", r.steps}};
 }
 
 void print_row(const Row& r, const Row& unchunked) {
     std::printf("  %-10s %8.1f %8.1f %10.1f %10.1f %8.1f %6lld   x%.2f        x%.2f\n",
-                r.budget.label.c_str(), r.p50_itl_ms, r.p99_itl_ms, r.max_stall_ms, r.ttft_ms, r.output_throughput, r.steps,
-                r.p99_itl_ms / unchunked.p99_itl_ms, r.output_throughput / unchunked.output_throughput);
+                r.budget.label.c_str(), r.p50_itl_ms, r.p99_itl_ms, r.max_stall_ms, r.ttft_ms, r.output_throughput,
+                r.steps, r.p99_itl_ms / unchunked.p99_itl_ms, r.output_throughput / unchunked.output_throughput);
 }
 
 // [2] The sweep: every budget once per repeat, interleaved so that a change in
