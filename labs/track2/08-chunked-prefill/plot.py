@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""Lab 08: draws budgets.csv (written by the lab program) as budgets.png and
+budgets.svg: the streams' p99 ITL and longest stall against the newcomer's TTFT,
+one point per token budget (the trade-off chunked prefill makes), and the
+output throughput of each budget.
+
+    /usr/bin/python3 labs/track2/08-chunked-prefill/plot.py lab08-results
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    with open(path) as f:
+        return [{k: (v if k == "budget" else float(v)) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    folder = sys.argv[1]
+    rows = load(os.path.join(folder, "budgets.csv"))
+    fig, (trade, tput) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ttft = [r["ttft_ms"] for r in rows]
+    trade.plot(ttft, [r["p50_itl_ms"] for r in rows], ":s", label="streams' p50 ITL while prefilling")
+    trade.plot(ttft, [r["p99_itl_ms"] for r in rows], "-o", label="streams' p99 ITL while prefilling")
+    trade.plot(ttft, [r["max_stall_ms"] for r in rows], "--^", label="streams' longest stall")
+    for r in rows:
+        trade.annotate(r["budget"], (r["ttft_ms"], r["p99_itl_ms"]), textcoords="offset points", xytext=(4, 4),
+                       fontsize=8)
+    trade.set(xlabel="newcomer's TTFT (ms)", ylabel="ms", title="stream latency against the newcomer's TTFT",
+              yscale="log")
+    labels = [r["budget"] for r in rows]
+    tput.bar(labels, [r["output_throughput"] for r in rows])
+    tput.set(xlabel="token budget of a step", ylabel="output tokens / s", title="throughput")
+    for ax in (trade, tput):
+        ax.grid(True, alpha=0.3)
+    trade.legend()
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(folder, "budgets." + ext))
+
+
+if __name__ == "__main__":
+    main()
