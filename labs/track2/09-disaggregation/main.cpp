@@ -28,6 +28,7 @@
 #include "measure/hardware.hpp"
 #include "measure/roofline.hpp"
 #include "plot.hpp"
+#include "serve/disagg/link_probe.hpp"
 #include "serve/disagg/mpi_session.hpp"
 #include "serve/disagg/router.hpp"
 #include "serve/disagg/workers.hpp"
@@ -41,6 +42,10 @@ namespace dg = pd::serve::disagg;
 using nlohmann::json;
 
 namespace {
+
+// The link probe: 64 MiB, 5 times (link_probe.hpp).
+constexpr std::size_t kProbeBytes = std::size_t(64) << 20;
+constexpr int kProbeReps = 5;
 
 constexpr const char* kDefaultModel =
     "synthetic:llama,dim=512,ffn=1536,layers=8,heads=8,kv_heads=2,vocab=4096,ctx=1024";
@@ -259,6 +264,7 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
         return lab::finish(true);
     }
     launch.tell(mpi, kGo, max_len(reqs, c.max_seq_len));
+    const double link_gbps = dg::link_probe({o.prefill, o.decode}, 0, kProbeBytes, kProbeReps);
     const std::vector<dg::LayerRange> plan = student_codec(o.layers_per_message).schedule(c.n_layers);
     std::printf("\n[3] disaggregated: %d prefill + %d decode workers (%d thread each), KV sent in %zu message%s "
                 "a request%s\n", o.prefill, o.decode, o.worker_threads, plan.size(), plan.size() > 1 ? "s" : "",
@@ -283,9 +289,11 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
             long_ttft.push_back(1e3 * (co.timings[i].token_s.front() - co.timings[i].arrival_s));
         }
     }
-    const double dram = quick_bandwidth(0.3).best_gbps, shm = bytes / wire / 1e9;
-    std::printf("\n[6] KV over shared memory: %.2f GB/s (all bytes / all transfer time, first post to last block "
-                "in place); this machine's DRAM read bandwidth: %.1f GB/s\n", shm, dram);
+    const double dram = quick_bandwidth(0.3).best_gbps, in_trace = bytes / wire / 1e9;
+    std::printf("\n[6] prefill worker 0 -> decode worker 0, one %zu MiB message at a time: %.2f GB/s; this machine's "
+                "DRAM read bandwidth: %.1f GB/s\n    during the trace: %.3f GB/s (all KV bytes / all time from first "
+                "post to last block in place: compute and polling included)\n",
+                kProbeBytes >> 20, link_gbps, dram, in_trace);
     const double stall = std::max(0.0, cs.itl_long.p99 - cs.itl_quiet.p99);
     const auto links = lab09::link_model(median(long_bytes), median(long_ttft), stall);
     std::printf("    A MODEL, not a measurement: one long prompt's KV (%.1f MB, measured) over a link, bytes / rate "
@@ -308,7 +316,8 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     j["messages_per_transfer"] = plan.size();
     j["colocated"] = mode_json(cs);
     j["disaggregated"] = mode_json(ds);
-    j["shm_gbps"] = shm;
+    j["link_gbps"] = link_gbps;
+    j["in_trace_gbps"] = in_trace;
     j["dram_gbps"] = dram;
     j["kv_bytes"] = json::array();
     for (const auto& x : d.transfers) j["kv_bytes"].push_back(x.bytes);
@@ -332,6 +341,7 @@ int run_worker_rank(CLI::App& app, int argc, char** argv, Options& o, const dg::
     try {
         auto model = load_model(o.lab.model, cli::precision_of(o.lab), false).model;
         const dg::KvCodec codec = student_codec(o.layers_per_message);
+        dg::link_probe(layout, mpi.rank(), kProbeBytes, kProbeReps);
         const dg::WorkerOptions w{o.block_size, o.limits.max_seqs, words[0], o.worker_threads,
                                   mpi.rank() == o.stall_rank ? o.stall_after : -1.0};
         if (layout.is_prefill(mpi.rank())) dg::run_prefill_worker(model, codec, w);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <list>
 #include <thread>
+#include <unordered_map>
 
 #include "common.hpp"
 #include "engine/sampler.hpp"
@@ -59,10 +60,17 @@ private:
     // Headers post their receives at once; first tokens find their transfer.
     void take_messages() {
         for (int src; (src = probe(MPI_ANY_SOURCE, kKvHeader)) >= 0;) start_transfer(src, receive_ints(src, kKvHeader));
+        // A header and its token 1 can both arrive between the two loops: the
+        // token then waits in early_tokens_ for the next call's header.
         for (int src; (src = probe(MPI_ANY_SOURCE, kFirstToken)) >= 0;) {
             const std::vector<int> m = receive_ints(src, kFirstToken);
-            for (Incoming& in : incoming_)
-                if (in.id == m.at(0)) in.first_token = m.at(1);
+            early_tokens_[m.at(0)] = m.at(1);
+        }
+        for (Incoming& in : incoming_) {
+            auto t = early_tokens_.find(in.id);
+            if (t == early_tokens_.end()) continue;
+            in.first_token = t->second;
+            early_tokens_.erase(t);
         }
     }
 
@@ -143,6 +151,7 @@ private:
     WorkerOptions opts_;
     PagedServingEngine engine_;
     std::list<Incoming> incoming_;
+    std::unordered_map<int, int> early_tokens_;  // request -> token 1, its header not seen yet
     std::vector<Running> running_;
     std::vector<SeqWork> work_;
     Outbox outbox_;

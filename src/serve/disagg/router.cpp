@@ -14,7 +14,8 @@ class Router {
 public:
     Router(const Trace& trace, std::span<const Request> requests, const RouterOptions& o)
         : trace_(trace), reqs_(requests), o_(o), owed_(std::size_t(o.layout.ranks()), 0),
-          heard_(std::size_t(o.layout.ranks()), 0), decode_of_(requests.size(), 0) {
+          heard_(std::size_t(o.layout.ranks()), 0), decode_of_(requests.size(), 0),
+          prefill_of_(requests.size(), 0), stage_(requests.size(), Stage::prefill) {
         r_.timings.resize(requests.size());
         r_.output_ids.resize(requests.size());
         r_.transfers.resize(requests.size());
@@ -81,7 +82,7 @@ private:
             const std::size_t id = order_[next_];
             const Request& q = reqs_[id];
             const int p = L.prefill_rank(int(next_) % L.prefill), d = L.decode_rank(int(next_) % L.decode);
-            decode_of_[id] = d;
+            decode_of_[id] = d, prefill_of_[id] = p;
             std::vector<int> m = {int(id), d, q.max_tokens};
             m.insert(m.end(), q.prompt.begin(), q.prompt.end());
             outbox_.send(std::move(m), p, kRequest);
@@ -93,22 +94,36 @@ private:
     bool take_messages() {
         bool any = false;
         for (int src; (src = probe(MPI_ANY_SOURCE, kPrefillDone)) >= 0; any = true) prefill_done(src);
-        for (int src; (src = probe(MPI_ANY_SOURCE, kKvArrived)) >= 0; any = true) {
-            const std::vector<double> m = receive_doubles(src, kKvArrived);
-            r_.transfers.at(std::size_t(m.at(0))).kv_ready_s = m.at(1) - start_;
-            heard_[std::size_t(src)] = now_s();
-        }
+        for (int src; (src = probe(MPI_ANY_SOURCE, kKvArrived)) >= 0; any = true) kv_arrived(src);
         for (int src; (src = probe(MPI_ANY_SOURCE, kToken)) >= 0; any = true) token(src);
         return any;
+    }
+
+    // A request's owner changes from its prefill worker to its decode worker at the
+    // first message about it past the prefill: messages from two ranks arrive in any order.
+    void reached_decode(std::size_t id) {
+        if (stage_[id] != Stage::prefill) return;
+        stage_[id] = Stage::decode;
+        owed_[std::size_t(prefill_of_[id])]--;
+        owe(decode_of_[id]);
     }
 
     void prefill_done(int src) {
         const std::vector<double> m = receive_doubles(src, kPrefillDone);
         const std::size_t id = std::size_t(m.at(0));
-        r_.transfers.at(id) = {m.at(1) - start_, m.at(2) - start_, m.at(3) - start_, 0, m.at(4)};
+        TransferRecord& x = r_.transfers.at(id);
+        x.prefill_start_s = m.at(1) - start_, x.prefill_end_s = m.at(2) - start_;
+        x.first_send_s = m.at(3) - start_, x.bytes = m.at(4);
         heard_[std::size_t(src)] = now_s();
-        owed_[std::size_t(src)]--;
-        owe(decode_of_[id]);
+        reached_decode(id);
+    }
+
+    void kv_arrived(int src) {
+        const std::vector<double> m = receive_doubles(src, kKvArrived);
+        const std::size_t id = std::size_t(m.at(0));
+        r_.transfers.at(id).kv_ready_s = m.at(1) - start_;
+        heard_[std::size_t(src)] = now_s();
+        reached_decode(id);
     }
 
     void token(int src) {
@@ -118,7 +133,9 @@ private:
         r_.timings.at(id).token_s.push_back(when);
         r_.output_ids.at(id).push_back(m.at(1));
         heard_[std::size_t(src)] = now_s();
+        reached_decode(id);
         if (m.at(2)) {
+            stage_[id] = Stage::done;
             owed_[std::size_t(src)]--;
             completed_++;
         }
@@ -143,7 +160,9 @@ private:
     DisaggResult r_;
     std::vector<int> owed_;        // (ranks) requests each worker still owes
     std::vector<double> heard_;    // (ranks) when each last sent something
-    std::vector<int> decode_of_;   // (requests) the decode rank of each
+    enum class Stage { prefill, decode, done };
+    std::vector<int> decode_of_, prefill_of_;  // (requests) the ranks of each
+    std::vector<Stage> stage_;                 // (requests) who owes it
     std::vector<std::size_t> order_;  // (requests) ids by arrival time
     std::size_t next_ = 0, completed_ = 0;
     double start_ = 0;
