@@ -43,8 +43,8 @@ using nlohmann::json;
 
 namespace {
 
-// The link probe: 64 MiB, 5 times (link_probe.hpp).
-constexpr std::size_t kProbeBytes = std::size_t(64) << 20;
+// The link probe: 16 MiB, 5 times (link_probe.hpp).
+constexpr std::size_t kProbeBytes = std::size_t(16) << 20;
 constexpr int kProbeReps = 5;
 
 constexpr const char* kDefaultModel =

@@ -13,11 +13,6 @@ MpiSession::MpiSession(int& argc, char**& argv) {
     // Open MPI's launchers set these; a process started by hand has neither.
     launched_ = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
     if (!launched_) return;
-    // Shared memory without single-copy (CMA): CMA reads the other process's
-    // memory with process_vm_readv, which containers often forbid, and a
-    // transfer then never lands. One extra copy instead; set the variable
-    // yourself (e.g. to cma) to override.
-    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);

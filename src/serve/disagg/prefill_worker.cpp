@@ -82,6 +82,7 @@ private:
                 outbox_.send(std::move(msg), j.decode_rank, kKvData);
                 next++;
             }
+            outbox_.poll();  // MPI moves a message only when called: let the earlier layers go on
         });
         const SeqWork work{j.id, j.prompt, true};
         const float* logits = engine_.step({&work, 1});
