@@ -1,6 +1,7 @@
 // The decode worker (workers.hpp): transfers land while it decodes; a landed
 // sequence joins the next batched decode step.
 #include <algorithm>
+#include <chrono>
 #include <list>
 #include <thread>
 #include <unordered_map>

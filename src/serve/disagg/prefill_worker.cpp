@@ -1,5 +1,6 @@
 // The prefill worker (workers.hpp): one prompt per forward pass, its KV sent
 // layer range by layer range from the layer hook.
+#include <chrono>
 #include <deque>
 #include <thread>
 
