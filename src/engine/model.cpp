@@ -115,12 +115,14 @@ struct ContiguousPass {
         else
             attention_decode(out, q, cache, layer, st.slot.data(), st.pos.data(), rows, n_heads);
     }
+    void layer_written(int) {}
 };
 
 // The paged cache: a mixed batch, rows grouped in spans (st.slot[r] names the span of row r).
 struct PagedPass {
     PagedKVCache& cache;
     const RunState& st;
+    const LayerHook& on_layer;
 
     const float* rope_cos() const { return cache.rope_cos.data(); }
     const float* rope_sin() const { return cache.rope_sin.data(); }
@@ -130,6 +132,9 @@ struct PagedPass {
     // Each span: its rows see the sequence's cached prefix and, causally, each other.
     void attend(float* out, const float* q, int layer, int n_heads) {
         attention_paged(out, q, cache, layer, st.spans, n_heads);
+    }
+    void layer_written(int layer) {
+        if (on_layer) on_layer(layer);
     }
 };
 
@@ -185,6 +190,7 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
             cache.write(l, r, row + Q, row + Q + KV);
             std::memcpy(st.q.data() + std::size_t(r) * Q, row, sizeof(float) * Q);
         }
+        cache.layer_written(l);  // layer l's K/V of every row are final (a disaggregated prefill sends them now)
 
         // 6. Attention over the cache, each row seeing its sequence up to its own position.
         cache.attend(st.att.data(), st.q.data(), l, c.n_heads);
@@ -295,10 +301,11 @@ static void check_batch(const Config& c, const PagedKVCache& cache, std::span<co
     }
 }
 
-const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items) {
+const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items,
+                          const LayerHook& on_layer) {
     check_batch(m.config, cache, items);
     const int rows = lay_out_batch(m.config, cache, st, items);
-    PagedPass pass{cache, st};
+    PagedPass pass{cache, st, on_layer};
     const float* logits = forward(m, pass, st, rows);
     for (const BatchItem& it : items) it.table->len += int(it.tokens.size());
     return logits;

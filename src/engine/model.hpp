@@ -18,6 +18,7 @@
 //                     per sequence through its block table.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -114,9 +115,14 @@ struct BatchItem {
     bool logits = true;            // whether its last row gets logits
 };
 
+// Called with l once layer l's K/V of every row are in the cache, before
+// layer l+1 starts (lab 09 sends a prefill's KV layer by layer from here).
+using LayerHook = std::function<void(int layer)>;
+
 // One forward pass over every item (each sequence at most once): writes their
 // K/V through their block tables and advances table->len. Returns the logits
 // of the items that ask, in order: (n_logits, vocab).
-const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items);
+const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items,
+                          const LayerHook& on_layer = {});
 
 }  // namespace pd

@@ -72,6 +72,22 @@ int PagedServingEngine::open(int seq, std::span<const int> prompt) {
     return s.table.len;
 }
 
+const BlockTable* PagedServingEngine::adopt(int seq, std::span<const int> tokens) {
+    if (tokens.empty() || int(tokens.size()) > config().max_seq_len)
+        fail("sequence {} of {} tokens cannot be adopted: a context holds 1 to {}", seq, tokens.size(),
+             config().max_seq_len);
+    check_tokens(config(), tokens);
+    open(seq, tokens.first(1));  // a new sequence's checks; one token matches no whole block
+    Sequence& s = live(seq);
+    if (!paged_reserve(cache_, s.table, int(tokens.size()))) {
+        close(seq);
+        return nullptr;
+    }
+    s.table.len = int(tokens.size());
+    s.tokens.assign(tokens.begin(), tokens.end());
+    return &s.table;
+}
+
 bool PagedServingEngine::reserve(int seq, int len) {
     Sequence& s = live(seq);
     if (len > config().max_seq_len)
@@ -89,7 +105,7 @@ int PagedServingEngine::cached_len(int seq) const { return live(seq).table.len; 
 const float* PagedServingEngine::step(std::span<const SeqWork> work) {
     items_.clear();
     for (const SeqWork& w : work) items_.push_back({&live(w.seq).table, w.tokens, w.logits});
-    const float* logits = forward_batch(*model_, cache_, st_, items_);
+    const float* logits = forward_batch(*model_, cache_, st_, items_, layer_hook_);
     for (const SeqWork& w : work) {
         Sequence& s = live(w.seq);
         s.tokens.insert(s.tokens.end(), w.tokens.begin(), w.tokens.end());

@@ -53,6 +53,18 @@ public:
     KvMemoryUse memory_use() const;
     std::size_t bytes_per_block() const { return cache_.bytes_per_block(); }
 
+    // For moving a sequence between engines (lab 09, disaggregated serving).
+    // The pool itself, and the blocks of a live sequence in position order.
+    PagedKVCache& kv_cache() { return cache_; }
+    const BlockTable& block_table(int seq) const { return live(seq).table; }
+    // Starts `seq` as if `tokens` had been computed here: blocks for all of
+    // them, table.len = tokens.size(). The caller writes their K/V into the
+    // returned table's blocks before the next step. Null, with nothing
+    // allocated, when the pool lacks the blocks.
+    const BlockTable* adopt(int seq, std::span<const int> tokens);
+    // Called after every layer of the following steps (model.hpp's LayerHook); {} for none.
+    void set_layer_hook(LayerHook hook) { layer_hook_ = std::move(hook); }
+
 private:
     struct Sequence {
         BlockTable table;                  // its blocks; table.len positions cached
@@ -70,6 +82,7 @@ private:
     RunState st_;
     std::unordered_map<int, Sequence> seqs_;
     std::vector<BatchItem> items_;  // (work items) the step's batch, reused
+    LayerHook layer_hook_;
 };
 
 std::unique_ptr<PagedServingEngine> make_paged_serving_engine(std::shared_ptr<const Model> model,

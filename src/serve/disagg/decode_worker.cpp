@@ -1,0 +1,167 @@
+// The decode worker (workers.hpp): transfers land while it decodes; a landed
+// sequence joins the next batched decode step.
+#include <algorithm>
+#include <chrono>
+#include <list>
+#include <thread>
+#include <unordered_map>
+
+#include "common.hpp"
+#include "engine/sampler.hpp"
+#include "serve/disagg/workers.hpp"
+#include "serve/paged_serving_engine.hpp"
+
+namespace pd::serve::disagg {
+
+namespace {
+
+// One sequence's KV on its way in.
+struct Incoming {
+    int id = 0, source = 0, max_tokens = 0, n_blocks = 0;
+    std::vector<int> prompt;
+    std::vector<LayerRange> plan;
+    std::vector<std::vector<float>> messages;  // (plan) the receive buffers
+    std::vector<MPI_Request> reqs;             // (plan)
+    int first_token = -1;                      // from kFirstToken
+};
+
+struct Running {
+    int id = 0, max_tokens = 0, produced = 0, last_token = 0;
+};
+
+class DecodeWorker {
+public:
+    DecodeWorker(std::shared_ptr<const Model> model, const KvCodec& codec, const WorkerOptions& o)
+        : codec_(codec), opts_(o),
+          engine_(std::move(model), {o.block_size, o.max_seqs * ((o.max_len + o.block_size - 1) / o.block_size),
+                                     0, o.threads, false}) {}
+
+    void run() {
+        outbox_.send(std::vector<int>{}, 0, kReady);  // engine built: the router may start the clock
+        const double started = now_s();
+        for (;;) {
+            if (opts_.stall_after_s >= 0 && now_s() - started > opts_.stall_after_s)
+                for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // a hung rank, for the watchdog test
+            take_messages();
+            land_transfers();
+            outbox_.poll();
+            if (!running_.empty()) {
+                decode_step();
+            } else if (incoming_.empty() && probe(0, kStop) >= 0) {
+                receive_ints(0, kStop);
+                outbox_.drain(now_s() + 30);
+                return;
+            } else {
+                idle_pause();
+            }
+        }
+    }
+
+private:
+    // Headers post their receives at once; first tokens find their transfer.
+    void take_messages() {
+        for (int src; (src = probe(MPI_ANY_SOURCE, kKvHeader)) >= 0;) start_transfer(src, receive_ints(src, kKvHeader));
+        // A header and its token 1 can both arrive between the two loops: the
+        // token then waits in early_tokens_ for the next call's header.
+        for (int src; (src = probe(MPI_ANY_SOURCE, kFirstToken)) >= 0;) {
+            const std::vector<int> m = receive_ints(src, kFirstToken);
+            early_tokens_[m.at(0)] = m.at(1);
+        }
+        for (Incoming& in : incoming_) {
+            auto t = early_tokens_.find(in.id);
+            if (t == early_tokens_.end()) continue;
+            in.first_token = t->second;
+            early_tokens_.erase(t);
+        }
+    }
+
+    void start_transfer(int source, const std::vector<int>& h) {
+        Incoming in;
+        in.id = h.at(0), in.source = source, in.max_tokens = h.at(1), in.n_blocks = h.at(2);
+        const int n_messages = h.at(3);
+        for (int m = 0; m < n_messages; m++) in.plan.push_back({h.at(4 + 2 * m), h.at(5 + 2 * m)});
+        in.prompt.assign(h.begin() + 4 + 2 * n_messages, h.end());
+        incoming_.push_back(std::move(in));
+        Incoming& x = incoming_.back();  // a list: the buffers MPI writes into never move
+        x.reqs.assign(x.plan.size(), MPI_REQUEST_NULL);
+        for (std::size_t m = 0; m < x.plan.size(); m++) {
+            x.messages.emplace_back(codec_.floats(engine_.kv_cache(), x.n_blocks, x.plan[m]));
+        }
+        for (std::size_t m = 0; m < x.plan.size(); m++)
+            MPI_Irecv(x.messages[m].data(), checked_count(x.messages[m].size(), "a KV message"), MPI_FLOAT,
+                      source, kKvData, MPI_COMM_WORLD, &x.reqs[m]);
+    }
+
+    // Every transfer whose messages all arrived, with its token 1, joins the running set
+    // while there is room (max_seqs and free blocks).
+    void land_transfers() {
+        for (auto it = incoming_.begin(); it != incoming_.end();) {
+            int done = 0;
+            MPI_Testall(int(it->reqs.size()), it->reqs.data(), &done, MPI_STATUSES_IGNORE);
+            if (!done || it->first_token < 0 || int(running_.size()) >= opts_.max_seqs || !adopt(*it)) {
+                ++it;
+                continue;
+            }
+            it = incoming_.erase(it);
+        }
+    }
+
+    bool adopt(const Incoming& in) {
+        const BlockTable* t = engine_.adopt(in.id, in.prompt);
+        if (!t) return false;
+        for (std::size_t m = 0; m < in.plan.size(); m++) codec_.unpack(in.messages[m], in.plan[m], engine_.kv_cache(), *t);
+        outbox_.send(std::vector<double>{double(in.id), now_s()}, 0, kKvArrived);
+        Running r{in.id, in.max_tokens, 0, in.first_token};
+        emit(r);  // token 1, computed by the prefill worker
+        if (finished(r)) engine_.close(r.id);
+        else running_.push_back(r);
+        return true;
+    }
+
+    // One decode token per running sequence, one forward pass for all.
+    void decode_step() {
+        work_.clear();
+        for (Running& r : running_) {
+            if (!engine_.reserve(r.id, engine_.cached_len(r.id) + 1))
+                fail("the decode worker's pool ran out of blocks (internal error: it holds max_seqs full requests)");
+            work_.push_back({r.id, {&r.last_token, 1}, true});
+        }
+        const float* logits = engine_.step(work_);
+        const int vocab = engine_.config().vocab_size;
+        for (std::size_t i = 0; i < running_.size(); i++) {
+            running_[i].last_token = argmax(logits + i * std::size_t(vocab), vocab);
+            emit(running_[i]);
+        }
+        std::erase_if(running_, [&](const Running& r) {
+            if (!finished(r)) return false;
+            engine_.close(r.id);
+            return true;
+        });
+    }
+
+    bool finished(const Running& r) const {
+        return r.produced >= r.max_tokens || engine_.cached_len(r.id) + 1 >= engine_.config().max_seq_len;
+    }
+
+    void emit(Running& r) {
+        r.produced++;
+        outbox_.send(std::vector<int>{r.id, r.last_token, finished(r) ? 1 : 0}, 0, kToken);
+    }
+
+    const KvCodec& codec_;
+    WorkerOptions opts_;
+    PagedServingEngine engine_;
+    std::list<Incoming> incoming_;
+    std::unordered_map<int, int> early_tokens_;  // request -> token 1, its header not seen yet
+    std::vector<Running> running_;
+    std::vector<SeqWork> work_;
+    Outbox outbox_;
+};
+
+}  // namespace
+
+void run_decode_worker(std::shared_ptr<const Model> model, const KvCodec& codec, const WorkerOptions& o) {
+    DecodeWorker(std::move(model), codec, o).run();
+}
+
+}  // namespace pd::serve::disagg

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""Lab 09's program under mpirun on bad input and with a hung rank: every bad
+input case must exit 2 with one line from rank 0 naming the problem (the
+other ranks stay quiet), and a worker that stops answering must be named by
+the router, the run ending non-zero within a bounded time.
+
+    /usr/bin/python3 tests/python/test_disagg_cli.py --program build/labs/track2/09-disaggregation/09-disaggregation
+
+  case              ranks  what                                  expected
+  prefill_0         3      --prefill 0                           exit 2, "prefill"
+  too_few_ranks     2      --prefill 1 --decode 1 on 2 ranks     exit 2, "ranks"
+  too_many_workers  3      --prefill 2 --decode 2 on 3 ranks     exit 2, "ranks"
+  malformed_trace   3      --trace FILE, a line that is not JSON exit 2, "line 1"
+  stall_rank_0      3      --stall-rank 0                        exit 2, "stall-rank"
+  hung_decode       3      decode worker (rank 2) stops at once  exit != 0 in < 60 s, "decode worker 0 (rank 2)"
+
+mpirun runs with -q (no banner of its own), --oversubscribe, and as root where CI is root.
+Prints PASS/FAIL per case; exit 0 only if none failed.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SMALL = ["--model", "synthetic:llama,dim=128,ffn=256,layers=4,heads=4,kv_heads=2,vocab=512,ctx=256",
+         "--num-requests", "6", "--rate", "50", "--long-len", "100", "--output-len", "fixed:6",
+         "--threads", "1", "--quiet", "--no-plot"]
+CRASH = ("terminate called", "Segmentation", "core dumped", "Assertion")
+
+
+def run(program, ranks, args, timeout):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "-q", "-n", str(ranks), "--oversubscribe", program] + args
+    start = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    return p.returncode, p.stderr, time.monotonic() - start
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--program", required=True)
+    a = ap.parse_args()
+    if not shutil.which("mpirun"):
+        print("SKIP: no mpirun (apt-get install openmpi-bin)")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp()
+    bad_trace = os.path.join(tmp, "bad.jsonl")
+    with open(bad_trace, "w") as f:
+        f.write("{not json\n")
+    out = ["--out", tmp]
+    cases = [
+        ("prefill_0", 3, ["--prefill", "0"], "prefill", 2),
+        ("too_few_ranks", 2, ["--prefill", "1", "--decode", "1"], "ranks", 2),
+        ("too_many_workers", 3, ["--prefill", "2", "--decode", "2"], "ranks", 2),
+        ("malformed_trace", 3, ["--trace", bad_trace], "line 1", 2),
+        ("stall_rank_0", 3, ["--stall-rank", "0"], "stall-rank", 2),
+        ("hung_decode", 3, ["--stall-rank", "2", "--stall-after", "0", "--rank-timeout", "3"],
+         "decode worker 0 (rank 2)", None),
+    ]
+    failed = 0
+    for name, ranks, args, keyword, code in cases:
+        rc, err, took = run(a.program, ranks, SMALL + out + args, timeout=120)
+        lines = [l for l in err.splitlines() if l.strip()]
+        problems = []
+        if code is not None and rc != code:
+            problems.append(f"exit {rc}, expected {code}")
+        if code is None and rc == 0:
+            problems.append("exit 0, expected a failure")
+        if keyword.lower() not in err.lower():
+            problems.append(f"no '{keyword}' in stderr")
+        if code is not None and len(lines) > 2:
+            problems.append(f"{len(lines)} lines on stderr (one rank should speak)")
+        if any(c in err for c in CRASH):
+            problems.append("a crash")
+        if took > 60:
+            problems.append(f"took {took:.0f} s")
+        first = lines[0] if lines else "(no stderr)"
+        print(f"{'FAIL' if problems else 'PASS'} {name}: {'; '.join(problems) or first}")
+        failed += bool(problems)
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(cases) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
