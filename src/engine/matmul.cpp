@@ -278,16 +278,6 @@ Int8XScratch x_int8_scratch(int K) {
     return {x.data(), scales.data()};
 }
 
-// x (M, K) -> int16 rows (M, groups * G), zero past K, and scales (M, groups).
-void quantize_x_rows(const Linear& L, const float* x, int M, Int8XScratch out) {
-    const int K = L.in, G = int8_group(L.precision), ldx = L.n_groups() * G;
-    for (int m = 0; m < M; m++) {
-        std::int16_t* row = out.x + std::size_t(m) * ldx;
-        quantize_activations(x + std::size_t(m) * K, K, G, row, out.scales + std::size_t(m) * L.n_groups());
-        std::fill(row + K, row + ldx, std::int16_t(0));
-    }
-}
-
 }  // namespace
 
 static void reserve_x_scratch(int in) {
@@ -300,10 +290,10 @@ void linear_small_m(const Linear& L, const float* x, int M, float* y) {
     if (L.precision == Precision::f32) return run_panels(j, panel_products);
     if (is_int8(L.precision)) {  // x rounded to int16 per group: the kernel multiplies integers
         const Int8XScratch xq = x_int8_scratch(L.in);
-        quantize_x_rows(L, x, M, xq);
+        j.ldx = L.n_groups() * int8_group(L.precision);
+        quantize_x_int8(x, M, L.in, int8_group(L.precision), xq.x, j.ldx, xq.scales);
         j.x_int16 = xq.x;
         j.x_scales = xq.scales;
-        j.ldx = L.n_groups() * int8_group(L.precision);
         return run_panels(j, panel_products_int8);
     }
     float* scratch = x_scratch(L.in);

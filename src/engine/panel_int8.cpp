@@ -24,8 +24,10 @@
 // Numbers and method: labs/track3/12-quantization/README.md.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "engine/isa.hpp"
 #include "engine/panel_kernels.hpp"
@@ -147,6 +149,44 @@ HWY_INLINE void panel_rows_int8(int mb, const PanelJob& j, const std::byte* pane
     panel_int8<MB>(j, panel, x, x_scales, y, bias, ncols);
 }
 
+// x (M, K) -> xq (M, ldx) int16, zero past K, and scales (M, ceil(K / G)):
+// quantize_activations (quantize.hpp) with SIMD, the same products x * (1 / s)
+// rounded to nearest even, so the same integers. A scalar loop spent more time
+// here than the kernel on the weights (nearbyintf is a libm call per value).
+// A group holding NaN or inf gets a NaN scale, which reaches the output.
+void QuantizeXInt8(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales) {
+    const D d;
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<std::int16_t, decltype(di)> d16;
+    const int N = int(hn::Lanes(d)), groups = (K + G - 1) / G;
+    for (int m = 0; m < M; m++) {
+        const float* xm = x + std::size_t(m) * K;
+        std::int16_t* qm = xq + std::size_t(m) * ldx;
+        for (int g = 0; g < groups; g++) {
+            const int first = g * G, n = std::min(G, K - first);
+            V vmax = hn::Zero(d), finite = hn::Zero(d);  // finite: x * 0, NaN unless every x is finite
+            int i = 0;
+            for (; i + N <= n; i += N) {
+                const V v = hn::LoadU(d, xm + first + i);
+                vmax = hn::Max(vmax, hn::Abs(v));
+                finite = hn::Add(finite, hn::Mul(v, hn::Zero(d)));
+            }
+            float amax = LaneMax(d, vmax), check = LaneSum(d, finite);
+            for (int t = i; t < n; t++) amax = std::max(amax, std::fabs(xm[first + t])), check += xm[first + t] * 0.0f;
+            const float scale = check == 0.0f ? amax / 32767.0f : std::numeric_limits<float>::quiet_NaN();
+            const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+            for (i = 0; i + N <= n; i += N) {
+                const auto r = hn::NearestInt(hn::Mul(hn::LoadU(d, xm + first + i), hn::Set(d, inv)));
+                hn::StoreU(hn::DemoteTo(d16, r), d16, qm + first + i);
+            }
+            for (int t = i; t < n; t++)
+                qm[first + t] = std::int16_t(std::fmin(std::fmax(std::nearbyint(xm[first + t] * inv), -32767.0f), 32767.0f));
+            scales[std::size_t(m) * groups + g] = scale;
+        }
+        std::fill(qm + K, qm + ldx, std::int16_t(0));
+    }
+}
+
 void PanelProductsInt8(const PanelJob& j, int first, int last) {
     const int N = j.L->out, groups = j.L->n_groups();
     const float* bias_all = j.L->bias.empty() ? nullptr : j.L->bias.data();
@@ -169,6 +209,12 @@ HWY_AFTER_NAMESPACE();
 namespace pd {
 
 HWY_EXPORT(PanelProductsInt8);
+HWY_EXPORT(QuantizeXInt8);
+
+void quantize_x_int8(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales) {
+    kernel_isa();
+    HWY_DYNAMIC_DISPATCH(QuantizeXInt8)(x, M, K, G, xq, ldx, scales);
+}
 
 void panel_products_int8(const PanelJob& job, int first, int last) {
     kernel_isa();  // applies PDLAB_ISA before the first dispatch

@@ -34,6 +34,11 @@ void panel_products(const PanelJob& job, int first, int last);
 // chosen instruction set, on x_int16 and x_scales.
 void panel_products_int8(const PanelJob& job, int first, int last);
 
+// x (M, K) -> xq (M, ldx) int16 in groups of G, zero from K to ldx, and
+// scales (M, ceil(K / G)): quantize_activations (quantize.hpp) with SIMD, for
+// panel_products_int8's x_int16 and x_scales.
+void quantize_x_int8(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales);
+
 // The same with vdpbf16ps, for bf16 weights where use_avx512_bf16(); needs
 // x_hi/x_lo from split_x_avx512_bf16. x86 builds only.
 void panel_products_avx512_bf16(const PanelJob& job, int first, int last);
