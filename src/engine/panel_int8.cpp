@@ -13,11 +13,11 @@
 // (the tests hold it to that). The price is arithmetic: sign-extend, convert
 // and multiply-add for every 16 (AVX-512) or 8 (AVX2) weights. Measured on a
 // loaded Zen 4 core, that is about 23 G weights/s (18 GB/s of int8), against
-// 29 GB/s for bf16's kernel on the same core: one core cannot keep int8 at its
-// floor, two just about can. The next step, if int8 is found far from its
-// floor: x rounded to int16 per row and weights multiplied in pairs
-// (vpmaddwd, Highway's ReorderWidenMulAccumulate), half the instructions.
-// Numbers and method: labs/track3/12-quantization/README.md.
+// 29 GB/s for bf16's kernel on the same core. Halving the instructions (x
+// rounded to int16 per group, weights multiplied in pairs with vpmaddwd) was
+// tried and streamed no faster from DRAM: the limit is elsewhere (see "Open
+// items" in docs/performance.md). Numbers and method:
+// labs/track3/12-quantization/README.md.
 
 #include <algorithm>
 #include <cstdint>
