@@ -11,11 +11,15 @@
 #include <string>
 
 #include "exercise.hpp"
+#include "hash_engine.hpp"
 #include "lab_test.hpp"
 #include "serve/scheduler.hpp"
 
 using namespace pd::lab06;
+using pd::lab::alone;
+using pd::lab::HashEngine;
 using pd::lab::Inputs;
+using pd::lab::kHashVocab;
 using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
 using pd::serve::Scheduler;
 
@@ -168,59 +172,6 @@ TEST_CASE("lab06.batch.decode_first") {
     CHECK_MESSAGE((flat(got) == std::vector<int>{0, 1}), "a budget of 1: the oldest decode row only; yours " << show(got));
 }
 
-namespace {
-
-constexpr int kVocab = 64;
-
-int next_token(std::span<const int> history) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t i = 0; i < history.size(); i++)
-        h = (h ^ std::uint64_t(history[i] * 131 + int(i))) * 1099511628211ull;
-    return int(h % kVocab);
-}
-
-// A ServingEngine with plenty of memory and a hash for a model.
-class HashEngine final : public pd::serve::ServingEngine {
-public:
-    HashEngine() { cfg_.vocab_size = kVocab; }
-    const pd::Config& config() const override { return cfg_; }
-    int block_size() const override { return 16; }
-    int total_blocks() const override { return 1 << 20; }
-    int free_blocks() const override { return 1 << 20; }
-    int open(int seq, std::span<const int>) override { return cache_[seq].clear(), 0; }
-    bool reserve(int, int) override { return true; }
-    void close(int seq) override { cache_.erase(seq); }
-    int cached_len(int seq) const override { return int(cache_.at(seq).size()); }
-    const float* step(std::span<const pd::serve::SeqWork> work) override {
-        logits_.assign(work.size() * kVocab, 0.0f);
-        std::size_t row = 0, tokens = 0;
-        for (const auto& w : work) {
-            auto& c = cache_.at(w.seq);
-            c.insert(c.end(), w.tokens.begin(), w.tokens.end());
-            tokens += w.tokens.size();
-            if (w.logits) logits_[row++ * kVocab + std::size_t(next_token(c))] = 1.0f;
-        }
-        most_items = std::max(most_items, work.size());
-        most_tokens = std::max(most_tokens, tokens);
-        steps++;
-        return logits_.data();
-    }
-    std::size_t most_items = 0, most_tokens = 0;
-    int steps = 0;
-
-private:
-    pd::Config cfg_;
-    std::map<int, std::vector<int>> cache_;
-    std::vector<float> logits_;
-};
-
-std::vector<int> alone(std::vector<int> tokens, int n) {
-    std::vector<int> out;
-    for (int k = 0; k < n; k++) out.push_back(next_token(tokens)), tokens.push_back(out.back());
-    return out;
-}
-
-}  // namespace
 
 TEST_CASE("lab06.scheduler.tokens_as_if_alone") {
     pd::lab::needs([] { World w; std::vector<int> o; StudentBatching().retire(w.view(), o); });
@@ -233,7 +184,7 @@ TEST_CASE("lab06.scheduler.tokens_as_if_alone") {
         cfg.max_model_len = 1000;
         Scheduler s(engine, policy, cfg);
         std::vector<pd::serve::Request> rs;
-        for (int i = 0; i < 16; i++) rs.push_back({i, in.tokens(in.integer(1, 30), kVocab), in.integer(1, 12), {}});
+        for (int i = 0; i < 16; i++) rs.push_back({i, in.tokens(in.integer(1, 30), kHashVocab), in.integer(1, 12), {}});
         std::map<int, std::vector<int>> got;
         for (int k = 0; k < 5000 && (k < 32 || !s.idle()); k++) {
             if (k % 2 == 0 && k / 2 < 16) s.add(rs[std::size_t(k / 2)]);
@@ -246,8 +197,8 @@ TEST_CASE("lab06.scheduler.tokens_as_if_alone") {
             CHECK_MESSAGE(got[r.id] == alone(r.prompt, r.max_tokens),
                           "its tokens must be those it gets alone: each item runs a sequence's NEXT tokens");
         }
-        CHECK(engine.most_items <= std::size_t(cfg.limits.max_seqs));
-        CHECK(engine.most_tokens <= std::size_t(cfg.limits.max_tokens_per_step));
+        CHECK(engine.most_items() <= std::size_t(cfg.limits.max_seqs));
+        CHECK(engine.most_tokens() <= std::size_t(cfg.limits.max_tokens_per_step));
     }
 }
 
@@ -263,8 +214,8 @@ TEST_CASE("lab06.scheduler.continuous_takes_fewer_steps") {
         cfg.max_model_len = 1000;
         Scheduler s(engine, policy, cfg);
         for (int i = 0; i < 12; i++) s.add({i, {1 + i, 2, 3}, i % 4 == 0 ? 40 : 4, {}});
-        while (!s.idle() && engine.steps < 10000) s.step();
-        steps[static_batching] = engine.steps;
+        while (!s.idle() && engine.steps.size() < 10000) s.step();
+        steps[static_batching] = int(engine.steps.size());
     }
     observe("steps continuous, static", std::vector<int>{steps[0], steps[1]});
     INFO("continuous " << steps[0] << " steps, static " << steps[1]);

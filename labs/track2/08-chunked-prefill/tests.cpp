@@ -15,12 +15,16 @@
 #include "engine/sampler.hpp"
 #include "exercise.hpp"
 #include "io/model_source.hpp"
+#include "hash_engine.hpp"
 #include "lab_test.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/scheduler.hpp"
 
 using namespace pd::lab08;
+using pd::lab::alone;
+using pd::lab::HashEngine;
 using pd::lab::Inputs;
+using pd::lab::kHashVocab;
 using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
 using pd::serve::Request;
 using pd::serve::Scheduler;
@@ -151,57 +155,6 @@ TEST_CASE("lab08.budget.below_one_token_is_rejected") {
                                                             << show(first));
 }
 
-namespace {
-
-constexpr int kVocab = 64;
-
-int next_token(std::span<const int> history) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t i = 0; i < history.size(); i++)
-        h = (h ^ std::uint64_t(history[i] * 131 + int(i))) * 1099511628211ull;
-    return int(h % kVocab);
-}
-
-// A ServingEngine with plenty of memory and a hash for a model; it keeps
-// each step's items for the test to read.
-class HashEngine final : public pd::serve::ServingEngine {
-public:
-    HashEngine() { cfg_.vocab_size = kVocab; }
-    const pd::Config& config() const override { return cfg_; }
-    int block_size() const override { return 16; }
-    int total_blocks() const override { return 1 << 20; }
-    int free_blocks() const override { return 1 << 20; }
-    int open(int seq, std::span<const int>) override { return cache_[seq].clear(), 0; }
-    bool reserve(int, int) override { return true; }
-    void close(int seq) override { cache_.erase(seq); }
-    int cached_len(int seq) const override { return int(cache_.at(seq).size()); }
-    const float* step(std::span<const pd::serve::SeqWork> work) override {
-        logits_.assign(work.size() * kVocab, 0.0f);
-        steps.emplace_back();
-        std::size_t row = 0;
-        for (const auto& w : work) {
-            auto& c = cache_.at(w.seq);
-            c.insert(c.end(), w.tokens.begin(), w.tokens.end());
-            steps.back().push_back({w.seq, int(w.tokens.size())});
-            if (w.logits) logits_[row++ * kVocab + std::size_t(next_token(c))] = 1.0f;
-        }
-        return logits_.data();
-    }
-    std::vector<std::vector<BatchItem>> steps;  // (steps) the items each ran
-
-private:
-    pd::Config cfg_;
-    std::map<int, std::vector<int>> cache_;
-    std::vector<float> logits_;
-};
-
-std::vector<int> alone(std::vector<int> tokens, int n) {
-    std::vector<int> out;
-    for (int k = 0; k < n; k++) out.push_back(next_token(tokens)), tokens.push_back(out.back());
-    return out;
-}
-
-}  // namespace
 
 TEST_CASE("lab08.chunks.hand_worked_prompt_among_three_streams") {
     needs_planner();
@@ -215,7 +168,7 @@ TEST_CASE("lab08.chunks.hand_worked_prompt_among_three_streams") {
     s.step();  // the three 3-token prompts in one step (9 tokens)
     std::vector<int> prompt(100);
     std::iota(prompt.begin(), prompt.end(), 0);
-    for (int& t : prompt) t %= kVocab;
+    for (int& t : prompt) t %= kHashVocab;
     s.add({3, prompt, 2, {}});
     const std::size_t first = engine.steps.size();
     std::vector<int> chunks;
@@ -254,7 +207,7 @@ TEST_CASE("lab08.chunks.continue_where_the_last_stopped") {
         cfg.ignore_eos = true;
         Scheduler s(engine, planner, cfg);
         std::vector<Request> rs;
-        for (int i = 0; i < 12; i++) rs.push_back({i, in.tokens(in.integer(1, 120), kVocab), in.integer(1, 12), {}});
+        for (int i = 0; i < 12; i++) rs.push_back({i, in.tokens(in.integer(1, 120), kHashVocab), in.integer(1, 12), {}});
         std::map<int, std::vector<int>> got;
         for (int k = 0; k < 20000 && (k < 24 || !s.idle()); k++) {
             if (k % 2 == 0 && k / 2 < 12) s.add(rs[std::size_t(k / 2)]);
