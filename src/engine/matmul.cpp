@@ -104,8 +104,9 @@ static void write_column(const Linear& L, std::byte* panel, int c, const std::in
     const int G = int8_group(L.precision);
     for (int g = 0; g < L.n_groups(); g++) {
         std::byte* block = panel + std::size_t(g) * L.group_bytes();
-        auto* dst = reinterpret_cast<std::int8_t*>(block) + c;
-        for (int k = g * G; k < std::min(L.in, (g + 1) * G); k++) dst[std::size_t(k - g * G) * kPanel] = q[k];
+        auto* dst = reinterpret_cast<std::int8_t*>(block) + 2 * c;
+        for (int k = g * G; k < std::min(L.in, (g + 1) * G); k++)
+            dst[std::size_t((k - g * G) / 2) * kPanel * 2 + ((k - g * G) & 1)] = q[k];
         reinterpret_cast<float*>(block + std::size_t(G) * kPanel)[c] = scales[g];
     }
 }
@@ -261,14 +262,40 @@ void run_panels(const PanelJob& j, PanelFn kernel) {
     for (int c = 0; c < nchunks; c++) kernel(j, c * chunk, std::min(P, (c + 1) * chunk));
 }
 
+// The calling thread's x for an int8 product: kSmallM rows of int16 (row
+// stride K rounded up to 128, the largest G) and their per-group scales
+// (row stride ceil(K / 32), the most groups). Grows like x_scratch.
+struct Int8XScratch {
+    std::int16_t* x;
+    float* scales;
+};
+Int8XScratch x_int8_scratch(int K) {
+    thread_local std::vector<std::int16_t> x;
+    thread_local std::vector<float> scales;
+    const std::size_t values = std::size_t(kSmallM) * ((K + 127) / 128 * 128);
+    if (x.size() < values) x.resize(values);
+    if (scales.size() < std::size_t(kSmallM) * ((K + 31) / 32)) scales.resize(std::size_t(kSmallM) * ((K + 31) / 32));
+    return {x.data(), scales.data()};
+}
+
 }  // namespace
 
-static void reserve_x_scratch(int in) { x_scratch(in); }
+static void reserve_x_scratch(int in) {
+    x_scratch(in);
+    x_int8_scratch(in);
+}
 
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
     PanelJob j{&L, x, M, y};
     if (L.precision == Precision::f32) return run_panels(j, panel_products);
-    if (is_int8(L.precision)) return run_panels(j, panel_products_int8);  // x stays f32
+    if (is_int8(L.precision)) {  // x rounded to int16 per group: the kernel multiplies integers
+        const Int8XScratch xq = x_int8_scratch(L.in);
+        j.ldx = L.n_groups() * int8_group(L.precision);
+        quantize_x_int8(x, M, L.in, int8_group(L.precision), xq.x, j.ldx, xq.scales);
+        j.x_int16 = xq.x;
+        j.x_scales = xq.scales;
+        return run_panels(j, panel_products_int8);
+    }
     float* scratch = x_scratch(L.in);
 #if defined(__x86_64__)
     if (use_avx512_bf16()) {

@@ -91,10 +91,10 @@ struct Linear {
     // the last panel are zero. One panel:
     //   f32:  (in, 32)
     //   bf16: (ceil(in / 2), 32, 2): k in pairs, as vdpbf16ps takes them
-    //   int8: ceil(in / G) blocks, one per group of G inputs, each (G, 32)
-    //         int8 then (32) f32 scales: a group's weights and the scales that
-    //         multiply them are one stretch of the stream. The last group's
-    //         rows past `in` are zero.
+    //   int8: ceil(in / G) blocks, one per group of G inputs, each (G/2, 32, 2)
+    //         int8 (k in pairs, as bf16) then (32) f32 scales: a group's weights
+    //         and the scales that multiply them are one stretch of the stream.
+    //         The last group's rows past `in` are zero.
     std::vector<PanelPart> parts;                // where the panels are; one part after make_linear
     std::shared_ptr<const PanelStore> store;     // owns the memory the parts point into
     std::vector<float> bias;                     // (out), or empty

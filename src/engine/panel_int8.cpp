@@ -1,26 +1,33 @@
 // The int8 decode kernel in Highway: one source for every instruction set,
 // the best one picked at run time (isa.hpp), like panel_kernels.cpp.
 //
-// An int8 panel (see Linear) is ceil(K/G) blocks: G rows of 32 int8 weights,
-// k-major, then the 32 f32 scales of that group. For each group the kernel
-// widens each row's 32 int8 to f32 (sign-extend to i32, convert), multiplies
-// them by x[m][k] broadcast into per-group sums, then adds sum * scale into
-// the running totals: one scale multiply per group of G products, and the
-// sums stay exact float products of x and the integers q.
+// An int8 panel (see Linear) is ceil(K/G) blocks: (G/2, 32, 2) int8 weights,
+// k in pairs as for bf16, then the 32 f32 scales of that group. x arrives
+// rounded to int16 in the same groups, with a scale per row and group
+// (quantize_activations; matmul.cpp). For each group the kernel multiplies
+// integers: 2 weights of a column (sign-extended to int16) times the pair
+// x[k], x[k+1] broadcast, both products added into one int32 lane (x86's
+// vpmaddwd, NEON's smlal; Highway's ReorderWidenMulAccumulate). After G
+// products it converts the column's int32 sum to f32 once and adds it times
+// the weight scale and x's scale into the running totals.
 //
-// Why widen the weights rather than quantize x to int8 and multiply integers:
-// x stays exact, and the result is exactly x times the dequantized weights
-// (the tests hold it to that). The price is arithmetic: sign-extend, convert
-// and multiply-add for every 16 (AVX-512) or 8 (AVX2) weights. Measured on a
-// loaded Zen 4 core, that is about 23 G weights/s (18 GB/s of int8), against
-// 29 GB/s for bf16's kernel on the same core. Halving the instructions (x
-// rounded to int16 per group, weights multiplied in pairs with vpmaddwd) was
-// tried and streamed no faster from DRAM: the limit is elsewhere (see "Open
-// items" in docs/performance.md). Numbers and method:
-// labs/track3/12-quantization/README.md.
+// Why integers: widening every weight to f32 (sign-extend, convert, then a
+// multiply-add) costs 3 instructions per 16 weights on AVX-512; the int16
+// products take 3 per 32 (extend, multiply-pairs, add). On one loaded Zen 4
+// core the f32 widening streamed 18 GB/s of int8 against 29 GB/s for bf16's
+// kernel: arithmetic, not memory, was the limit. The price is x's rounding,
+// 2^-16 of its group's largest |x| (256 times finer than the weights' own);
+// the tests hold the kernel to x rounded exactly so times q * s.
+//
+// Overflow: |q| <= 127 and |x_q| <= 32767, so one pair adds at most 2^23 and a
+// group of G <= 128 inputs (64 pairs) at most 2^29 to an int32 lane.
+// Numbers and method: labs/track3/12-quantization/README.md.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 
 #include "engine/isa.hpp"
 #include "engine/panel_kernels.hpp"
@@ -37,87 +44,160 @@
 HWY_BEFORE_NAMESPACE();
 namespace pd {
 namespace HWY_NAMESPACE {
-// Rows per pass: totals and group sums (2 x rows x kVecs), the broadcasts and
-// one weight vector must fit the registers: 1 row with AVX2 or NEON, 6 with AVX-512.
-constexpr int kRowsPerPassInt8 = std::clamp((kRegs - 2) / (2 * kVecs + 1), 1, 8);
-// Interleaved group sums for MB rows: about 8 independent chains.
-constexpr int unroll_int8(int MB) { return std::max(1, 8 / (MB * kVecs)); }
 
-// 32 int8 weights at q, lanes [v * kLanes, (v + 1) * kLanes), as f32.
-HWY_INLINE V widen(const std::int8_t* q, int v) {
+// ReorderWidenMulAccumulate keeps a second sum where the pairs' two products
+// land in different registers (NEON, the portable fallbacks): 2 int sums per
+// vector there, 1 on x86.
+constexpr int kIntSums = HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR ? 1 : 2;
+// Rows per pass: totals, int sums, the broadcasts and one weight vector must
+// fit the registers: 1 row with AVX2 or NEON, 6 with AVX-512.
+constexpr int kRowsPerPassInt8 = std::clamp((kRegs - 2) / ((1 + kIntSums) * kVecs + 1), 1, 8);
+// Interleaved int sums for MB rows: about 8 independent chains.
+constexpr int unroll_int8(int MB) { return std::max(1, 8 / (MB * kVecs * kIntSums)); }
+
+#if HWY_TARGET == HWY_SCALAR
+// The portable fallback has one lane per vector, too narrow for a pair of
+// int16 in an int32 lane: the same sums in plain integers, column by column.
+template <int MB, int U>
+HWY_INLINE void group_int8(const std::int8_t* q, const float* w_scales, int pairs, const std::int16_t* x,
+                           int ldx, const float* x_scales, int x_scale_stride, V (&tot)[1][MB][kVecs]) {
     const D d;
-    const hn::Rebind<std::int8_t, D> d8;
-    const hn::RebindToSigned<D> di;
-    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q + v * kLanes)));
+    for (int m = 0; m < MB; m++)
+        for (int c = 0; c < kPanel; c++) {
+            std::int32_t sum = 0;
+            for (int k = 0; k < 2 * pairs; k++)
+                sum += std::int32_t(q[std::size_t(k / 2) * kPanel * 2 + 2 * c + (k & 1)]) * x[std::size_t(m) * ldx + k];
+            const V scale = hn::Set(d, w_scales[c] * x_scales[std::size_t(m) * x_scale_stride]);
+            tot[0][m][c] = hn::MulAdd(hn::Set(d, float(sum)), scale, tot[0][m][c]);
+        }
+}
+#else
+using DI = hn::RebindToSigned<D>;               // int32 sums, one lane per output column
+using VI = hn::Vec<DI>;
+using D16 = hn::Repartition<std::int16_t, DI>;  // a k-pair of int16 per int32 lane
+using D8 = hn::Rebind<std::int8_t, D16>;        // the int8 weights one D16 vector takes
+
+// The pair x[k], x[k+1] (int16) in every int32 lane, as int16 lanes.
+HWY_INLINE hn::Vec<D16> broadcast_pair(const std::int16_t* x) {
+    std::int32_t pair;
+    std::memcpy(&pair, x, sizeof pair);
+    return hn::BitCast(D16(), hn::Set(DI(), pair));
 }
 
-// One group: rows [0, kn) of its (G, 32) int8 block times MB rows of x (at the
-// group's first k), added as sums * scales into tot.
+// One group: k-pairs [0, pairs) of its (G/2, 32, 2) int8 block times MB rows
+// of int16 x (at the group's first k, row stride ldx), added into tot as
+// int sum * weight scale * x scale.
 template <int MB, int U>
-HWY_INLINE void group_int8(const std::int8_t* q, const float* scales, int kn, const float* x, int ldx,
-                           V (&tot)[1][MB][kVecs]) {
+HWY_INLINE void group_int8(const std::int8_t* q, const float* w_scales, int pairs, const std::int16_t* x,
+                           int ldx, const float* x_scales, int x_scale_stride, V (&tot)[1][MB][kVecs]) {
     const D d;
-    V part[U][MB][kVecs];
-    for (auto& a : part)
-        for (auto& r : a)
-            for (auto& v : r) v = hn::Zero(d);
-    auto step = [&](int u, int k) {
-        V xb[MB];
-        for (int m = 0; m < MB; m++) xb[m] = hn::Set(d, x[std::size_t(m) * ldx + k]);
+    const DI di;
+    VI sum0[U][MB][kVecs], sum1[U][MB][kVecs];
+    for (int u = 0; u < U; u++)
+        for (int m = 0; m < MB; m++)
+            for (int v = 0; v < kVecs; v++) sum0[u][m][v] = sum1[u][m][v] = hn::Zero(di);
+    auto step = [&](int u, int j) {
+        hn::Vec<D16> xb[MB];
+        for (int m = 0; m < MB; m++) xb[m] = broadcast_pair(x + std::size_t(m) * ldx + 2 * j);
         for (int v = 0; v < kVecs; v++) {
-            const V w = widen(q + std::size_t(k) * kPanel, v);
-            for (int m = 0; m < MB; m++) part[u][m][v] = hn::MulAdd(w, xb[m], part[u][m][v]);
+            const auto w = hn::PromoteTo(D16(), hn::LoadU(D8(), q + (std::size_t(j) * kPanel + v * kLanes) * 2));
+            for (int m = 0; m < MB; m++)
+                sum0[u][m][v] = hn::ReorderWidenMulAccumulate(di, w, xb[m], sum0[u][m][v], sum1[u][m][v]);
         }
     };
-    int k = 0;
-    for (; k + U <= kn; k += U)
-        for (int u = 0; u < U; u++) step(u, k + u);
-    for (; k < kn; k++) step(0, k);
+    int j = 0;
+    for (; j + U <= pairs; j += U)
+        for (int u = 0; u < U; u++) step(u, j + u);
+    for (; j < pairs; j++) step(0, j);
     for (int v = 0; v < kVecs; v++) {
-        const V s = hn::LoadU(d, scales + v * kLanes);
+        const V s = hn::LoadU(d, w_scales + v * kLanes);
         for (int m = 0; m < MB; m++) {
-            V sum = part[0][m][v];
-            for (int u = 1; u < U; u++) sum = hn::Add(sum, part[u][m][v]);
-            tot[0][m][v] = hn::MulAdd(sum, s, tot[0][m][v]);
+            VI sum = hn::RearrangeToOddPlusEven(sum0[0][m][v], sum1[0][m][v]);
+            for (int u = 1; u < U; u++) sum = hn::Add(sum, hn::RearrangeToOddPlusEven(sum0[u][m][v], sum1[u][m][v]));
+            const V scale = hn::Mul(s, hn::Set(d, x_scales[std::size_t(m) * x_scale_stride]));
+            tot[0][m][v] = hn::MulAdd(hn::ConvertTo(d, sum), scale, tot[0][m][v]);
         }
     }
 }
+#endif
 
-// One int8 panel times MB rows of x (stride K).
+// One int8 panel times MB rows of x (int16, stride j.ldx; scales stride n_groups).
 template <int MB>
-HWY_INLINE void panel_int8(const Linear& L, const std::byte* panel, const float* x, float* y,
-                           const float* bias, int ncols) {
+HWY_INLINE void panel_int8(const PanelJob& j, const std::byte* panel, const std::int16_t* x, const float* x_scales,
+                           float* y, const float* bias, int ncols) {
     const D d;
-    const int K = L.in, G = int8_group(L.precision);
+    const Linear& L = *j.L;
+    const int K = L.in, G = int8_group(L.precision), groups = L.n_groups();
     V tot[1][MB][kVecs];
     for (auto& r : tot[0])
         for (auto& v : r) v = hn::Zero(d);
-    for (int g = 0; g < L.n_groups(); g++) {
+    for (int g = 0; g < groups; g++) {
         const auto* q = reinterpret_cast<const std::int8_t*>(panel + std::size_t(g) * L.group_bytes());
-        const auto* scales = reinterpret_cast<const float*>(q + std::size_t(G) * kPanel);
-        group_int8<MB, unroll_int8(MB)>(q, scales, std::min(G, K - g * G), x + std::size_t(g) * G, K, tot);
+        const auto* w_scales = reinterpret_cast<const float*>(q + std::size_t(G) * kPanel);
+        const int pairs = (std::min(G, K - g * G) + 1) / 2;
+        group_int8<MB, unroll_int8(MB)>(q, w_scales, pairs, x + std::size_t(g) * G, j.ldx, x_scales + g, groups, tot);
     }
     store_sums<MB, 1>(tot, y, L.out, bias, ncols);
 }
 
 // mb (1..MB) rows of one panel: the largest template that fits mb.
 template <int MB>
-HWY_INLINE void panel_rows_int8(int mb, const Linear& L, const std::byte* panel, const float* x, float* y,
-                                const float* bias, int ncols) {
+HWY_INLINE void panel_rows_int8(int mb, const PanelJob& j, const std::byte* panel, const std::int16_t* x,
+                                const float* x_scales, float* y, const float* bias, int ncols) {
     if constexpr (MB > 1)
-        if (mb < MB) return panel_rows_int8<MB - 1>(mb, L, panel, x, y, bias, ncols);
-    panel_int8<MB>(L, panel, x, y, bias, ncols);
+        if (mb < MB) return panel_rows_int8<MB - 1>(mb, j, panel, x, x_scales, y, bias, ncols);
+    panel_int8<MB>(j, panel, x, x_scales, y, bias, ncols);
+}
+
+// x (M, K) -> xq (M, ldx) int16, zero past K, and scales (M, ceil(K / G)):
+// quantize_activations (quantize.hpp) with SIMD, the same products x * (1 / s)
+// rounded to nearest even, so the same integers. A scalar loop spent more time
+// here than the kernel on the weights (nearbyintf is a libm call per value).
+// A group holding NaN or inf gets a NaN scale, which reaches the output.
+void QuantizeXInt8(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales) {
+    const D d;
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<std::int16_t, decltype(di)> d16;
+    const int N = int(hn::Lanes(d)), groups = (K + G - 1) / G;
+    for (int m = 0; m < M; m++) {
+        const float* xm = x + std::size_t(m) * K;
+        std::int16_t* qm = xq + std::size_t(m) * ldx;
+        for (int g = 0; g < groups; g++) {
+            const int first = g * G, n = std::min(G, K - first);
+            V vmax = hn::Zero(d), finite = hn::Zero(d);  // finite: x * 0, NaN unless every x is finite
+            int i = 0;
+            for (; i + N <= n; i += N) {
+                const V v = hn::LoadU(d, xm + first + i);
+                vmax = hn::Max(vmax, hn::Abs(v));
+                finite = hn::Add(finite, hn::Mul(v, hn::Zero(d)));
+            }
+            float amax = LaneMax(d, vmax), check = LaneSum(d, finite);
+            for (int t = i; t < n; t++) amax = std::max(amax, std::fabs(xm[first + t])), check += xm[first + t] * 0.0f;
+            const float scale = check == 0.0f ? amax / 32767.0f : std::numeric_limits<float>::quiet_NaN();
+            const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+            for (i = 0; i + N <= n; i += N) {
+                const auto r = hn::NearestInt(hn::Mul(hn::LoadU(d, xm + first + i), hn::Set(d, inv)));
+                hn::StoreU(hn::DemoteTo(d16, r), d16, qm + first + i);
+            }
+            for (int t = i; t < n; t++)
+                qm[first + t] = std::int16_t(std::fmin(std::fmax(std::nearbyint(xm[first + t] * inv), -32767.0f), 32767.0f));
+            scales[std::size_t(m) * groups + g] = scale;
+        }
+        std::fill(qm + K, qm + ldx, std::int16_t(0));
+    }
 }
 
 void PanelProductsInt8(const PanelJob& j, int first, int last) {
-    const int K = j.L->in, N = j.L->out;
+    const int N = j.L->out, groups = j.L->n_groups();
     const float* bias_all = j.L->bias.empty() ? nullptr : j.L->bias.data();
     for (int p = first; p < last; p++) {
         const int n0 = p * kPanel, ncols = std::min(kPanel, N - n0);
         for (int m0 = 0; m0 < j.M; m0 += kRowsPerPassInt8)
-            panel_rows_int8<kRowsPerPassInt8>(std::min(kRowsPerPassInt8, j.M - m0), *j.L, j.L->panel(p),
-                                              j.x + std::size_t(m0) * K, j.y + std::size_t(m0) * N + n0,
-                                              bias_all ? bias_all + n0 : nullptr, ncols);
+            panel_rows_int8<kRowsPerPassInt8>(std::min(kRowsPerPassInt8, j.M - m0), j, j.L->panel(p),
+                                              j.x_int16 + std::size_t(m0) * j.ldx,
+                                              j.x_scales + std::size_t(m0) * groups,
+                                              j.y + std::size_t(m0) * N + n0, bias_all ? bias_all + n0 : nullptr,
+                                              ncols);
     }
 }
 
@@ -129,6 +209,12 @@ HWY_AFTER_NAMESPACE();
 namespace pd {
 
 HWY_EXPORT(PanelProductsInt8);
+HWY_EXPORT(QuantizeXInt8);
+
+void quantize_x_int8(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales) {
+    kernel_isa();
+    HWY_DYNAMIC_DISPATCH(QuantizeXInt8)(x, M, K, G, xq, ldx, scales);
+}
 
 void panel_products_int8(const PanelJob& job, int first, int last) {
     kernel_isa();  // applies PDLAB_ISA before the first dispatch

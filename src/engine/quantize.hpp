@@ -1,6 +1,8 @@
 // Weight-only int8 quantization with symmetric per-group scales: the plain
 // reference that the packing (matmul.cpp), the int8 decode kernel
-// (panel_int8.cpp) and the tests agree on.
+// (panel_int8.cpp) and the tests agree on. Also the decode kernel's rounding
+// of x to int16 per group (quantize_activations), so that it multiplies
+// integers by integers.
 //
 // A row of W (out, in) is cut into groups of G consecutive inputs (the last
 // one shorter when G does not divide `in`). Each group g keeps one scale
@@ -21,6 +23,7 @@
 namespace pd {
 
 inline constexpr int kInt8Max = 127;
+inline constexpr int kInt16Max = 32767;
 
 // One group of n weights -> n values in [-127, 127]; returns the scale.
 float quantize_group(const float* w, int n, std::int8_t* q);
@@ -37,5 +40,13 @@ QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group);
 
 // The weights the int8 values stand for: q * s, (rows, cols) row-major.
 std::vector<float> dequantize_rows(const QuantizedMatrix& m);
+
+// x (n) -> q (n) int16 and scales (ceil(n / group)), in groups of `group`,
+// the same groups as the weights': s = max |x| over the group / 32767,
+// q = round(x / s). Each x comes back as q * s within s / 2, 2^-16 of its
+// group's largest |x|: 256 times finer than the weights' int8 steps, so the
+// product's error stays the weights' (see panel_int8.cpp). A NaN in a group
+// makes its scale NaN, so that it reaches the output as in f32.
+void quantize_activations(const float* x, int n, int group, std::int16_t* q, float* scales);
 
 }  // namespace pd

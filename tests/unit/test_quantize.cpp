@@ -34,9 +34,22 @@ std::vector<float> product_double(const std::vector<float>& x, const std::vector
 
 float round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
 
+// x (M, K) as the decode kernel sees it: each row rounded to int16 in groups
+// of G (quantize_activations), back in f32.
+std::vector<float> round_x_int16(const std::vector<float>& x, int M, int K, int G) {
+    std::vector<float> seen(x.size()), scales(std::size_t((K + G - 1) / G));
+    std::vector<std::int16_t> q(static_cast<std::size_t>(K));
+    for (int m = 0; m < M; m++) {
+        quantize_activations(&x[std::size_t(m) * K], K, G, q.data(), scales.data());
+        for (int k = 0; k < K; k++) seen[std::size_t(m) * K + k] = float(q[k]) * scales[k / G];
+    }
+    return seen;
+}
+
 // The int8 Linear's product for M rows against the oracle on what it multiplies:
-// the dequantized weights (and for M > kSmallM, both operands rounded to bf16,
-// as prefill runs them).
+// the dequantized weights and, for M <= kSmallM, x rounded to int16 per group
+// as the decode kernel takes it (for M > kSmallM, both operands rounded to
+// bf16, as prefill runs them).
 void check_int8_linear(int M, int K, int N, int G, bool with_bias) {
     auto w = randn(std::size_t(N) * K, 41, 0.05f), x = randn(std::size_t(M) * K, 42);
     std::vector<float> b = with_bias ? randn(N, 43) : std::vector<float>{};
@@ -44,13 +57,16 @@ void check_int8_linear(int M, int K, int N, int G, bool with_bias) {
     if (M > kSmallM) {
         for (auto& v : w_seen) v = round_bf16(v);
         for (auto& v : x_seen) v = round_bf16(v);
+    } else {
+        x_seen = round_x_int16(x, M, K, G);
     }
     Linear L = make_linear(w, b, K, N, int8_precision(G));
     std::vector<float> got(std::size_t(M) * N);
     linear_forward(L, x.data(), M, got.data());
     check_close(got, product_double(x_seen, w_seen, b, M, K, N), 1e-4f, 1e-4f,
-                fmt::format("int8 linear M={} K={} N={} G={} bias={} ({}): the kernel must multiply x by q * s "
-                            "of each group exactly as the dequantized weights do",
+                fmt::format("int8 linear M={} K={} N={} G={} bias={} ({}): the kernel must multiply x (rounded "
+                            "to int16 per group for decode) by q * s of each group exactly as the dequantized "
+                            "weights do",
                             M, K, N, G, with_bias, linear_impl_name(L, M)));
 }
 
@@ -78,6 +94,39 @@ TEST_CASE("engine.quantize.round_trip_within_half_a_step") {
             CHECK(q.scales[0] == 0.0f);  // an all-zero group: scale 0, no 0/0
             CHECK(q.q.back() == kInt8Max);  // the group's largest |w| is +-127 exactly
         }
+}
+
+TEST_CASE("engine.quantize.activations_within_half_a_step") {
+    // x rounded to int16 per group, as the decode kernel takes it: a zero
+    // group, a group whose largest |x| is negative, a short last group.
+    for (int G : {32, 64, 128})
+        for (int n : {7, 100, 688}) {
+            auto x = randn(std::size_t(n), 71, 3.0f);
+            std::fill(x.begin(), x.begin() + std::min(G, n), 0.0f);
+            x.back() = -50.0f;
+            std::vector<std::int16_t> q(static_cast<std::size_t>(n));
+            std::vector<float> scales(std::size_t((n + G - 1) / G));
+            quantize_activations(x.data(), n, G, q.data(), scales.data());
+            std::size_t bad = 0;
+            // In double, so that only the quantizer's own f32 rounding of x / s
+            // (a few ulps of x: up to 32767 steps, not 127) adds to the half step.
+            for (int k = 0; k < n; k++) {
+                const double s = scales[k / G], err = std::fabs(x[k] - double(q[k]) * s);
+                bad += !(err <= 0.5 * s + std::ldexp(std::fabs(x[k]), -21)) || std::abs(q[k]) > kInt16Max;
+            }
+            INFO(fmt::format("G={} n={}: every x must come back within half its group's scale "
+                             "(s = max|x| / 32767), q in [-32767, 32767]; {} do not", G, n, bad));
+            CHECK(bad == 0);
+            if (n > G) CHECK(scales[0] == 0.0f);  // an all-zero group: scale 0, no 0/0
+            CHECK(q.back() == -kInt16Max);        // the group's largest |x| is +-32767 exactly
+        }
+    // A NaN in x must reach the output, as it would in f32.
+    std::vector<float> x(64, 1.0f);
+    x[5] = std::nanf("");
+    std::vector<std::int16_t> q(64);
+    float scale = 0;
+    quantize_activations(x.data(), 64, 64, q.data(), &scale);
+    CHECK(std::isnan(scale));
 }
 
 TEST_CASE("engine.quantize.decode_kernel_vs_double_reference") {
