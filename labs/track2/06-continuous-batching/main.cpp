@@ -76,7 +76,31 @@ void try_exercises() {
     p.build_batch(s, {}, batch);
 }
 
-bool same_tokens(const Run& a, const Run& b) { return a.r.output_ids == b.r.output_ids; }
+// Requests whose output ids are identical in the two runs.
+std::size_t same_outputs(const Run& a, const Run& b) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < a.r.output_ids.size() && i < b.r.output_ids.size(); i++)
+        n += a.r.output_ids[i] == b.r.output_ids[i];
+    return n;
+}
+
+// The tokens check of [2]. In f32 a decode row's products do not depend on
+// which other rows share its step, so the two modes must agree exactly. In
+// bf16 and int8 they may not: from kBf16RoundXMinM rows on the bf16 kernel
+// rounds x to bf16 (panel_bf16_avx512.cpp), so the same request can round
+// differently in a full step than in a lone one, and one flipped argmax
+// changes the rest of that request. There the agreement is shown, not checked.
+bool check_tokens(const Run& st, const Run& co, const Options& o) {
+    const std::size_t same = same_outputs(st, co), all = st.r.output_ids.size();
+    if (o.lab.precision == "f32") {
+        std::printf(same == all ? "; same tokens for every request (ok)\n" : "; TOKENS DIFFER (check failed)\n");
+        return same == all;
+    }
+    std::printf("; same tokens for %zu of %zu requests (%s: products round differently with the batch's\n"
+                "          size, so this is shown, not checked; f32 must agree exactly)\n",
+                same, all, o.lab.precision.c_str());
+    return true;
+}
 
 json row_json(double rate, const char* mode, const Run& run) {
     const auto& m = run.m;
@@ -117,12 +141,9 @@ json sweep_rates(Engine& e, const Options& o, const Tokenizer& tok, bool& ok) {
         rows.push_back(row_json(rate, "continuous", co));
         print_row(rows[rows.size() - 2]);
         print_row(rows.back());
-        const bool same = same_tokens(st, co);
-        ok = ok && same;
-        std::printf("          continuous / static: throughput x%.2f, p50 TTFT x%.2f%s\n",
-                    co.m.output_throughput / st.m.output_throughput,
-                    co.m.ttft_ms.median / st.m.ttft_ms.median,
-                    same ? "; same tokens for every request (ok)" : "; TOKENS DIFFER (check failed)");
+        std::printf("          continuous / static: throughput x%.2f, p50 TTFT x%.2f",
+                    co.m.output_throughput / st.m.output_throughput, co.m.ttft_ms.median / st.m.ttft_ms.median);
+        ok = check_tokens(st, co, o) && ok;
     }
     return rows;
 }
