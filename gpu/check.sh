@@ -5,9 +5,9 @@
 #   1. configure a build with -Dcuda=enabled and build it
 #   2. meson test --suite gpu (every kernel vs its CPU twin, GPU vs CPU model)
 #   3. measure the card: copy bandwidth, cuBLAS bf16 GEMM rate
-#   4. the dev harnesses (validated, then timed): the bf16 GEMV of decode's
-#      products at M = 1, decode and prefill attention
-#   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16) and
+#   4. the dev harnesses (validated, then timed): the bf16 and int8 GEMVs of
+#      decode's products at M = 1, decode and prefill attention
+#   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16, int8) and
 #      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps)
 #   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
 #        decode  ms/token <= 1.5 x (weight bytes / measured bandwidth)
@@ -171,6 +171,8 @@ card_steps() {
     gemm=$(result "$tmp/gemm.log" gemm_tflops)
     gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
     step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
+    step "gemv_int8 (1B decode step's products, M = 1, group 64)" 120 gemv_int8.log "$dev/gemv_int8" \
+        ${bw:+--bandwidth-gbs "$bw"}
     step "attention_decode (1B shapes, 2048 cached)" 120 att_decode.log "$dev/attention_decode" \
         --heads 32 --kv-heads 8 --len 2048
     step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
@@ -183,6 +185,8 @@ bench_steps() {
         --precision f32 -P 960 -n 64 --json "$tmp/b125_f32.json"
     step "bench bench-llama-125m bf16" 300 b125_bf16.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
         --precision bf16 -P 960 -n 64 --json "$tmp/b125_bf16.json"
+    step "bench bench-llama-125m int8" 300 b125_int8.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+        --precision int8 -P 960 -n 64 --json "$tmp/b125_int8.json"
     step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
         --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
 }
@@ -241,7 +245,8 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
     echo "| llama-1b bf16 decode, ms/token (batch 1, after 2048) | $(fmt3 "$(v "$tmp/b1b.json" decode_ms_per_token_median)") | <= 1.5 x floor $(fmt3 "$(v "$tmp/roof.json" decode_floor_ms)") ms | ratio $(fmt3 "$(v "$tmp/roof.json" decode_ratio)"): $(verdict "$(met decode_met)") |"
     echo "| llama-1b bf16 prefill of 2048 tokens, ms | $(fmt3 "$(v "$tmp/b1b.json" prefill_ms_median)") ($(fmt1 "$(v "$tmp/roof.json" prefill_tflops)") TFLOP/s) | >= 0.5 x GEMM rate | ratio $(fmt3 "$(v "$tmp/roof.json" prefill_ratio)"): $(verdict "$(met prefill_met)") |"
     echo "| bf16 GEMV, 1B decode step's products (M = 1): warp per row v3 / cuBLAS, ms (x floor) | $(fmt3 "$(result "$tmp/gemv.log" gemv_v3_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v3_floor_ratio)")) / $(fmt3 "$(result "$tmp/gemv.log" gemv_v4_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v4_floor_ratio)")) | | |"
-    for p in f32 bf16; do
+    echo "| int8 GEMV (group 64), the same products: warp per row v2, ms (x its floor) | $(fmt3 "$(result "$tmp/gemv_int8.log" gemv_int8_v2_ms)") ($(fmt3 "$(result "$tmp/gemv_int8.log" gemv_int8_v2_floor_ratio)")) | | |"
+    for p in f32 bf16 int8; do
         f="$tmp/b125_$p.json"
         echo "| bench-llama-125m $p: prefill 960 ms / decode ms per token | $(fmt3 "$(v "$f" prefill_ms_median)") / $(fmt3 "$(v "$f" decode_ms_per_token_median)") | | |"
     done

@@ -122,6 +122,27 @@ private:
     std::size_t n_ = 0;
 };
 
+// Page-locked ("pinned") host memory for a std::vector: the GPU copies from it
+// by DMA, asynchronously, where pageable memory is first staged by the driver.
+// For the small per-pass inputs the host writes and the device reads.
+template <typename T>
+struct PinnedAllocator {
+    using value_type = T;
+    PinnedAllocator() = default;
+    template <typename U>
+    PinnedAllocator(const PinnedAllocator<U>&) {}
+    T* allocate(std::size_t n) {
+        void* p = nullptr;
+        PD_CUDA(cudaMallocHost(&p, n * sizeof(T)));
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, std::size_t) noexcept { cudaFreeHost(p); }
+    bool operator==(const PinnedAllocator&) const { return true; }
+    bool operator!=(const PinnedAllocator&) const { return false; }
+};
+template <typename T>
+using pinned_vector = std::vector<T, PinnedAllocator<T>>;
+
 // Owns many device allocations of different types (a model's weights).
 class DeviceArena {
 public:

@@ -20,8 +20,10 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "engine/bf16_convert.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/ops.hpp"
+#include "engine/quantize.hpp"
 #include "engine/request.hpp"
 
 namespace pd {
@@ -241,10 +243,14 @@ private:
         stream_ = nullptr;
     }
 
+    // int8 matrices count twice: as stored (q and scales) and as the bf16 copy cuBLAS reads (see upload).
     std::size_t weight_bytes_on_device() const {
         const Weights& w = model_->w;
-        const std::size_t per_weight = bytes_per_weight(w.precision);
-        auto lin = [&](const Matrix& m) { return std::size_t(m.in) * m.out * per_weight + m.bias.size() * sizeof(float); };
+        const std::size_t bf16_copy = is_int8(w.precision) ? sizeof(bf16) : 0;
+        auto lin = [&](const Matrix& m) {
+            return matrix_bytes(m.in, m.out, w.precision) + std::size_t(m.in) * m.out * bf16_copy +
+                   m.bias.size() * sizeof(float);
+        };
         std::size_t n = (w.tok_emb.size() + w.pos_emb.size() + w.norm_f_w.size() + w.norm_f_b.size()) *
                         sizeof(float);
         for (const LayerWeights& L : w.layers)
@@ -286,7 +292,7 @@ private:
         const std::size_t scratch =
             std::max(gpu::attention_prefill_scratch(S, 0, c.n_heads),
                      gpu::attention_decode_scratch(batch, c.n_heads, S, c.head_dim));
-        return gpu::run_state_bytes(device_shape(c), model_->precision == Precision::bf16,
+        return gpu::run_state_bytes(device_shape(c), model_->precision != Precision::f32,
                                     std::max(S, batch), batch, scratch);
     }
 
@@ -296,26 +302,48 @@ private:
         return w.head.w.empty() && w.precision == Precision::f32 && w.head.bias.empty();
     }
 
-    // cuBLAS takes the loaded row-major (out, in) matrix as it is; bf16
-    // models round it here, as the CPU's packing does (f32_to_bf16).
+    // The kernels take the loaded row-major (out, in) matrix as it is: f32
+    // models upload it, bf16 models round it here as the CPU's packing does
+    // (f32_to_bf16), int8 models quantize it (upload_int8).
     gpu::DeviceLinear upload(const Matrix& m, const std::vector<float>& rows) {
         gpu::DeviceLinear d;
         d.in = m.in;
         d.out = m.out;
-        d.bf16 = model_->w.precision == Precision::bf16;
+        const Precision p = model_->w.precision;
+        d.bf16 = p != Precision::f32;
         PD_GPU_REQUIRE(rows.size() == std::size_t(m.in) * m.out);
-        if (d.bf16) {
-            std::vector<bf16> rounded(rows.size());
-            for (std::size_t i = 0; i < rows.size(); i++) rounded[i] = f32_to_bf16(rows[i]);
-            d.w = arena_.upload(rounded);
-        } else {
-            d.w = arena_.upload(rows);
-        }
+        if (is_int8(p)) upload_int8(d, rows, int8_group(p));
+        else if (d.bf16) d.w = arena_.upload(rounded_to_bf16(rows));
+        else d.w = arena_.upload(rows);
         if (!m.bias.empty()) {
             PD_GPU_REQUIRE(m.bias.size() == std::size_t(m.out));
             d.bias = arena_.upload(m.bias);
         }
         return d;
+    }
+
+    // int8: quantized with the CPU's own quantize_rows, so the device holds
+    // the very int8 values and scales of the CPU's panels, uploaded as they
+    // are for the GEMV (decode: M <= kGemvMaxRows). Prefill multiplies many
+    // rows at once with cuBLAS, which takes no per-group scales: it reads the
+    // same weights dequantized to bf16, made here once, as the CPU's oneDNN
+    // copy of an int8 Linear is. That costs device memory (3 bytes and the
+    // scales per weight, against bf16's 2) but no time: dequantizing per
+    // product would write and re-read 2 bytes per weight in every prefill
+    // product, into a scratch as large as the largest matrix (the 1B model's
+    // head: 525 MB). Decode reads only the int8 bytes either way.
+    void upload_int8(gpu::DeviceLinear& d, const std::vector<float>& rows, int group) {
+        const QuantizedMatrix qm = quantize_rows(rows.data(), d.out, d.in, group);
+        d.q = arena_.upload(qm.q);
+        d.scales = arena_.upload(qm.scales);
+        d.group = group;
+        d.w = arena_.upload(rounded_to_bf16(dequantize_rows(qm)));
+    }
+
+    static std::vector<bf16> rounded_to_bf16(const std::vector<float>& v) {
+        std::vector<bf16> r(v.size());
+        to_bf16(v.data(), r.data(), v.size());
+        return r;
     }
 
     const float* upload_opt(const std::vector<float>& v) { return v.empty() ? nullptr : arena_.upload(v); }
@@ -325,7 +353,7 @@ private:
         const Weights& w = model_->w;
         dm_.shape = device_shape(c);
         const gpu::DeviceShape& s = dm_.shape;
-        dm_.bf16 = model_->precision == Precision::bf16;
+        dm_.bf16 = model_->precision != Precision::f32;  // bf16 and int8 products take bf16 activations
         dm_.tok_emb = arena_.upload(w.tok_emb);
         dm_.pos_emb = upload_opt(w.pos_emb);
         if (!s.llama) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);
@@ -450,7 +478,10 @@ private:
     gpu::DeviceModel dm_;
     gpu::DeviceKVCache cache_;
     gpu::DeviceRunState st_;
-    std::vector<int> rows_token_, rows_slot_, rows_pos_;  // host copies of this pass's rows
+    // Host copies of this pass's rows, pinned so that stage_rows' copies are
+    // asynchronous; every pass ends by waiting for its logits (fetch_logits),
+    // so the next one never overwrites rows still being copied.
+    gpu::pinned_vector<int> rows_token_, rows_slot_, rows_pos_;
     float* h_logits_ = nullptr;                            // pinned host memory for the logits
     std::size_t h_logits_cap_ = 0;
     std::map<int, Graph> graphs_;                          // decode step graph per batch size

@@ -43,7 +43,7 @@ elapsed() { echo $(( $(date +%s) - started )); }
 targets=(
     src/pdlab/pdlab
     gpu/dev/targets gpu/dev/attention_decode gpu/dev/attention_prefill gpu/dev/bandwidth gpu/dev/gemm
-    gpu/dev/gemv_bf16
+    gpu/dev/gemv_bf16 gpu/dev/gemv_int8
     tests/gpu/gpu_tests tests/gpu/gpu_host_tests
     labs/track1/02-prefill-and-decode/02-prefill-and-decode
     labs/track1/05-length-and-batch/05-length-and-batch

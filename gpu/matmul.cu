@@ -1,6 +1,8 @@
-// cuBLAS GEMMs for the Linear layers; the CPU twin is src/engine/matmul.cpp.
+// The Linear layers: the GEMV for decode's few rows, cuBLAS GEMMs for the
+// rest (matmul.cuh); the CPU twin is src/engine/matmul.cpp.
 #include "matmul.cuh"
 
+#include "gemv.cuh"
 #include "ops.cuh"
 
 namespace pd::gpu {
@@ -43,8 +45,49 @@ void linear(const Blas& blas, const DeviceLinear& L, const float* x, int M, floa
     gemm(blas, L, x, CUDA_R_32F, M, y, accumulate);
 }
 
+LinearKernel linear_kernel(const DeviceLinear& L, int M) {
+    if (!L.bf16 || M < 1 || M > kGemvMaxRows) return LinearKernel::cublas;
+    if (L.q) return gemv_int8_fits(L.in, L.group) ? LinearKernel::gemv_int8 : LinearKernel::cublas;
+    return gemv_bf16_fits(L.in) ? LinearKernel::gemv_bf16 : LinearKernel::cublas;
+}
+
 void linear(const Blas& blas, const DeviceLinear& L, const std::uint16_t* x, int M, float* y,
             bool accumulate) {
+    PD_GPU_REQUIRE(L.bf16);
+    const GemvEpilogue e{L.bias, accumulate};
+    switch (linear_kernel(L, M)) {
+        case LinearKernel::gemv_int8:
+            gemv_int8(y, x, L.q, L.scales, L.group, M, L.in, L.out, e, blas.stream());
+            break;
+        case LinearKernel::gemv_bf16:
+            gemv_bf16(y, x, static_cast<const std::uint16_t*>(L.w), M, L.in, L.out, e, blas.stream());
+            break;
+        case LinearKernel::cublas:
+            linear_cublas(blas, L, x, M, y, accumulate);
+            break;
+    }
+}
+
+void linear_swiglu(const Blas& blas, const DeviceLinear& L, const std::uint16_t* x, int M, std::uint16_t* h,
+                   float* gate_up) {
+    PD_GPU_REQUIRE(L.bf16 && L.out % 2 == 0);
+    const int F = L.out / 2;
+    switch (linear_kernel(L, M)) {
+        case LinearKernel::gemv_int8:
+            gemv_swiglu_int8(h, x, L.q, L.scales, L.group, L.bias, M, L.in, F, blas.stream());
+            break;
+        case LinearKernel::gemv_bf16:
+            gemv_swiglu_bf16(h, x, static_cast<const std::uint16_t*>(L.w), L.bias, M, L.in, F, blas.stream());
+            break;
+        case LinearKernel::cublas:
+            linear_cublas(blas, L, x, M, gate_up);
+            swiglu(h, gate_up, M, F, blas.stream());
+            break;
+    }
+}
+
+void linear_cublas(const Blas& blas, const DeviceLinear& L, const std::uint16_t* x, int M, float* y,
+                   bool accumulate) {
     PD_GPU_REQUIRE(L.bf16);
     gemm(blas, L, x, CUDA_R_16BF, M, y, accumulate);
 }

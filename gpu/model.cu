@@ -11,10 +11,11 @@ namespace pd::gpu {
 namespace {
 
 // Elements per row of each per-row buffer of DeviceRunState: the one place
-// ensure_run_state allocates from and run_state_bytes counts. bf16 weights
-// use act16; f32 weights xn and mlp_act (the other stays empty).
+// ensure_run_state allocates from and run_state_bytes counts. bf16 and int8
+// weights use act16 (and mlp16 for Llama); f32 weights xn and mlp_act (the
+// others stay empty).
 struct RowElems {
-    std::size_t x, xn, act16, qkv, att, mlp_h, mlp_act;
+    std::size_t x, xn, act16, qkv, att, mlp_h, mlp_act, mlp16;
 };
 
 RowElems row_elems(const DeviceShape& c, bool bf16) {
@@ -25,6 +26,7 @@ RowElems row_elems(const DeviceShape& c, bool bf16) {
     e.mlp_h = c.mlp_in_dim();
     if (bf16) {
         e.act16 = std::max({c.dim, c.q_dim(), c.hidden_dim});
+        e.mlp16 = c.llama ? c.hidden_dim : 0;
     } else {
         e.xn = c.dim;
         e.mlp_act = c.hidden_dim;
@@ -38,7 +40,7 @@ std::size_t run_state_bytes(const DeviceShape& c, bool bf16, int rows, int logit
                             std::size_t scratch_floats) {
     const RowElems e = row_elems(c, bf16);
     const std::size_t f32_per_row = e.x + e.xn + e.qkv + e.att + e.mlp_h + e.mlp_act;
-    const std::size_t per_row = f32_per_row * sizeof(float) + e.act16 * sizeof(std::uint16_t) +
+    const std::size_t per_row = f32_per_row * sizeof(float) + (e.act16 + e.mlp16) * sizeof(std::uint16_t) +
                                 3 * sizeof(int);  // token, slot, pos
     const std::size_t per_logits_row = (std::size_t(c.dim) + c.vocab_size) * sizeof(float);
     return std::size_t(rows) * per_row + std::size_t(logits_rows) * per_logits_row +
@@ -59,6 +61,7 @@ bool ensure_run_state(DeviceRunState& st, const DeviceModel& m, int rows, int lo
         st.att.resize(R * e.att);
         st.mlp_h.resize(R * e.mlp_h);
         st.mlp_act.resize(R * e.mlp_act);
+        st.mlp16.resize(R * e.mlp16);
         st.token.resize(R);
         st.slot.resize(R);
         st.pos.resize(R);
@@ -155,15 +158,18 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
 
         // 8. MLP sublayer: x += mlp(norm(x)).
         norm(L.norm2_w, L.norm2_b, x, rows);
-        product(L.mlp_in, st.xn.data(), rows, st.mlp_h.data(), false);
-        if (llama) {
-            if (bf16) swiglu(act16, st.mlp_h.data(), rows, F, s);  // silu(gate) * up
-            else swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F, s);
+        if (llama && bf16) {
+            // silu(gate) * up into mlp16: for a few rows in the MLP-in GEMV's
+            // epilogue, else after the product into mlp_h (matmul.cuh).
+            linear_swiglu(blas, L.mlp_in, act16, rows, st.mlp16.data(), st.mlp_h.data());
+            linear(blas, L.mlp_out, st.mlp16.data(), rows, x, true);
         } else {
-            if (bf16) gelu_tanh(act16, st.mlp_h.data(), long(rows) * F, s);
+            product(L.mlp_in, st.xn.data(), rows, st.mlp_h.data(), false);
+            if (llama) swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F, s);  // silu(gate) * up
+            else if (bf16) gelu_tanh(act16, st.mlp_h.data(), long(rows) * F, s);
             else gelu_tanh(st.mlp_act.data(), st.mlp_h.data(), long(rows) * F, s);
+            product(L.mlp_out, st.mlp_act.data(), rows, x, true);
         }
-        product(L.mlp_out, st.mlp_act.data(), rows, x, true);
     }
 
     // 9. Final norm and output head, only for the rows whose logits are wanted

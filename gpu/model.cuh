@@ -46,7 +46,7 @@ struct DeviceLayer {
 // Device pointers into memory owned by an arena (see cuda_engine.cpp).
 struct DeviceModel {
     DeviceShape shape;
-    bool bf16 = false;                 // matrix weights in bf16 (activations rounded to bf16 before each product)
+    bool bf16 = false;                 // matrix weights in bf16 or int8 (activations rounded to bf16 before each product)
     const float* tok_emb = nullptr;    // (vocab, dim) f32
     const float* pos_emb = nullptr;    // (max_seq, dim), GPT-2 only
     std::vector<DeviceLayer> layers;
@@ -67,6 +67,8 @@ struct DeviceRunState {
     DeviceBuffer<float> att;          // (rows, q_dim) attention output, heads concatenated
     DeviceBuffer<float> mlp_h;        // (rows, mlp_in.out) MLP hidden before activation
     DeviceBuffer<float> mlp_act;      // (rows, hidden) after activation (f32 weights)
+    DeviceBuffer<std::uint16_t> mlp16;  // (rows, hidden) bf16 SwiGLU output (Llama, bf16 / int8 weights): apart
+                                        // from act16, the MLP-in product's input, which its fused GEMV still reads
     DeviceBuffer<float> kept;         // (logits rows, dim) final-normed rows whose logits we want
     DeviceBuffer<float> logits;       // (logits rows, vocab)
     DeviceBuffer<float> att_scratch;  // decode: split partials; prefill: scores and GEMM pointers

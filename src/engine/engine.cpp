@@ -77,7 +77,6 @@ std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const En
     if (opts.device == Device::cuda) {
         std::string why;
         if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
-        if (is_int8(model->precision)) fail("int8 weights run on the CPU only: the CUDA backend has no int8 kernels yet");
 #ifdef PDLAB_HAVE_CUDA
         return make_cuda_engine(std::move(model), opts);
 #endif

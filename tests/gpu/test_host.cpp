@@ -16,6 +16,7 @@
 #ifdef PDLAB_HAVE_CUDA
 #include "attention.cuh"
 #include "cuda_engine.hpp"
+#include "matmul.cuh"
 #include "model.cuh"
 #endif
 
@@ -124,15 +125,43 @@ TEST_CASE("gpu.host.run_state_bytes") {
     // What the engine counts against free memory before it allocates: per row
     // the residual, the [q | k | v] projections, the attention output and the
     // MLP hidden (f32), the product inputs (xn and mlp_act in f32, or one bf16
-    // buffer as wide as the widest input) and token / slot / pos; per row of
+    // buffer as wide as the widest input and, for Llama, the bf16 SwiGLU
+    // output the MLP-in GEMV writes apart from it) and token / slot / pos; per row of
     // logits the kept row and the logits; then the attention scratch.
     gpu::DeviceShape c;
     c.dim = 64, c.hidden_dim = 172, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16, c.vocab_size = 100;
     const std::size_t f32_row = (64 + 64 + (64 + 2 * 32) + 64 + 2 * 172 + 172) * 4 + 3 * 4;
-    const std::size_t bf16_row = (64 + (64 + 2 * 32) + 64 + 2 * 172) * 4 + 172 * 2 + 3 * 4;
+    const std::size_t bf16_row = (64 + (64 + 2 * 32) + 64 + 2 * 172) * 4 + (172 + 172) * 2 + 3 * 4;
     const std::size_t logits_row = (64 + 100) * 4;
     INFO("rows x per-row bytes + logits rows x (dim + vocab) floats + scratch floats");
     CHECK(gpu::run_state_bytes(c, false, 10, 2, 1000) == 10 * f32_row + 2 * logits_row + 4000);
     CHECK(gpu::run_state_bytes(c, true, 10, 2, 1000) == 10 * bf16_row + 2 * logits_row + 4000);
+}
+#endif
+
+#ifdef PDLAB_HAVE_CUDA
+// The kernel each product runs (matmul.cuh): the warp-per-row GEMV for 1 to
+// 4 rows of x when it can read the weight rows 16 bytes at a time (8 bf16,
+// or 16 int8 in groups of a power of two times 16), cuBLAS otherwise.
+TEST_CASE("gpu.host.linear_kernel") {
+    using gpu::LinearKernel;
+    gpu::DeviceLinear L;
+    L.in = 2048, L.out = 3072;
+    CHECK(gpu::linear_kernel(L, 1) == LinearKernel::cublas);  // f32 weights
+    L.bf16 = true;
+    for (int M = 1; M <= 4; M++) CHECK(gpu::linear_kernel(L, M) == LinearKernel::gemv_bf16);
+    CHECK(gpu::linear_kernel(L, 5) == LinearKernel::cublas);
+    CHECK(gpu::linear_kernel(L, 0) == LinearKernel::cublas);
+    L.in = 100;
+    CHECK(gpu::linear_kernel(L, 1) == LinearKernel::cublas);
+
+    static const std::int8_t some_int8 = 0;  // any device pointer: only its presence counts here
+    L.q = &some_int8, L.group = 64, L.in = 2048;
+    for (int M = 1; M <= 4; M++) CHECK(gpu::linear_kernel(L, M) == LinearKernel::gemv_int8);
+    CHECK(gpu::linear_kernel(L, 5) == LinearKernel::cublas);
+    L.in = 2056;  // a multiple of 8, not of 16
+    CHECK(gpu::linear_kernel(L, 1) == LinearKernel::cublas);
+    L.in = 2064, L.group = 48;  // 16-byte chunks would straddle groups
+    CHECK(gpu::linear_kernel(L, 1) == LinearKernel::cublas);
 }
 #endif

@@ -15,6 +15,9 @@
 #include "cuda_check.cuh"
 #include "kv_cache.cuh"
 #include "engine/kv_cache.hpp"
+#include "engine/matmul.hpp"
+#include "engine/quantize.hpp"
+#include "gemv.cuh"
 #include "matmul.cuh"
 #include "ops.cuh"
 #include "engine/ops.hpp"
@@ -44,6 +47,39 @@ std::vector<float> widen(const std::vector<std::uint16_t>& v) {
     std::vector<float> f(v.size());
     for (std::size_t i = 0; i < v.size(); i++) f[i] = bf16_to_f32(v[i]);
     return f;
+}
+
+// x rounded to bf16: the bits for the device, and their values in f32 for the CPU.
+struct Bf16Copy {
+    std::vector<std::uint16_t> bits;
+    std::vector<float> values;
+};
+Bf16Copy bf16_copy(const std::vector<float>& x) {
+    Bf16Copy c{std::vector<std::uint16_t>(x.size()), std::vector<float>(x.size())};
+    for (std::size_t i = 0; i < x.size(); i++) c.values[i] = bf16_to_f32(c.bits[i] = f32_to_bf16(x[i]));
+    return c;
+}
+
+// The residual folded into a product: ref += y0.
+void add_residual(std::vector<float>& ref, const std::vector<float>& y0) {
+    for (std::size_t i = 0; i < ref.size(); i++) ref[i] += y0[i];
+}
+
+// An int8 matrix W (N, K) on the device as cuda_engine.cpp uploads it:
+// quantize_rows' values and scales for the GEMV, and the same weights
+// dequantized to bf16 for cuBLAS.
+struct DeviceInt8 {
+    DeviceBuffer<std::int8_t> q;
+    DeviceBuffer<float> scales;
+    DeviceBuffer<std::uint16_t> w;
+    gpu::DeviceLinear L;
+};
+DeviceInt8 device_int8(const std::vector<float>& W, int K, int N, int G, const float* bias) {
+    const QuantizedMatrix qm = quantize_rows(W.data(), N, K, G);
+    DeviceInt8 d{dev(qm.q), dev(qm.scales), dev(bf16_copy(dequantize_rows(qm)).bits), {}};
+    d.L.in = K, d.L.out = N, d.L.bf16 = true, d.L.w = d.w.data(), d.L.bias = bias;
+    d.L.q = d.q.data(), d.L.scales = d.scales.data(), d.L.group = G;
+    return d;
 }
 
 // bf16 outputs: within one bf16 rounding (2^-8 relative) of the f32 twin.
@@ -198,11 +234,14 @@ TEST_CASE("gpu.kernels.to_bf16") {
     CHECK(bad == 0);
 }
 
+// f32 weights always run on cuBLAS; bf16 ones on the warp-per-row GEMV for
+// M <= 4 when a row is a multiple of 8 values (1032: some lanes read 4
+// chunks in flight, then one more; 100: cuBLAS at every M), else on cuBLAS.
 TEST_CASE("gpu.kernels.linear") {
     gpu::Blas blas(nullptr);
-    const int shapes[][2] = {{64, 96}, {768, 2304}, {100, 37}, {2048, 512}};  // (in, out)
+    const int shapes[][2] = {{64, 96}, {768, 2304}, {100, 37}, {2048, 512}, {1032, 37}};  // (in, out)
     for (auto [K, N] : shapes)
-        for (int M : {1, 3, 17, 64})
+        for (int M : {1, 2, 3, 4, 5, 17, 64})
             for (bool bias : {false, true})
                 for (bool accumulate : {false, true}) {
                     INFO("M " << M << " in " << K << " out " << N << " bias " << bias << " accumulate "
@@ -211,29 +250,105 @@ TEST_CASE("gpu.kernels.linear") {
                     auto b = randn(N, 17), y0 = randn(std::size_t(M) * N, 18);
                     std::vector<float> ref(std::size_t(M) * N);
                     ref::linear(ref.data(), x.data(), W.data(), bias ? b.data() : nullptr, M, K, N);
-                    if (accumulate)
-                        for (std::size_t i = 0; i < ref.size(); i++) ref[i] += y0[i];
+                    if (accumulate) add_residual(ref, y0);
                     auto dx = dev(x), dW = dev(W), db = dev(b), dy = dev(y0);
                     gpu::DeviceLinear L;
                     L.in = K, L.out = N, L.w = dW.data(), L.bias = bias ? db.data() : nullptr;
+                    CHECK(gpu::linear_kernel(L, M) == gpu::LinearKernel::cublas);
                     gpu::linear(blas, L, dx.data(), M, dy.data(), accumulate);
                     check_close(host(dy), ref, 2e-4f, 2e-4f, "linear f32");
 
                     // bf16: x and W rounded to bf16, products accumulated in f32. The
                     // reference multiplies the same rounded values in double.
-                    std::vector<std::uint16_t> x16(x.size()), W16(W.size());
-                    std::vector<float> xr(x.size()), Wr(W.size());
-                    for (std::size_t i = 0; i < x.size(); i++) xr[i] = bf16_to_f32(x16[i] = f32_to_bf16(x[i]));
-                    for (std::size_t i = 0; i < W.size(); i++) Wr[i] = bf16_to_f32(W16[i] = f32_to_bf16(W[i]));
-                    ref::linear(ref.data(), xr.data(), Wr.data(), bias ? b.data() : nullptr, M, K, N);
-                    if (accumulate)
-                        for (std::size_t i = 0; i < ref.size(); i++) ref[i] += y0[i];
-                    auto dx16 = dev(x16), dW16 = dev(W16);
+                    const Bf16Copy x16 = bf16_copy(x), W16 = bf16_copy(W);
+                    ref::linear(ref.data(), x16.values.data(), W16.values.data(), bias ? b.data() : nullptr, M, K, N);
+                    if (accumulate) add_residual(ref, y0);
+                    auto dx16 = dev(x16.bits), dW16 = dev(W16.bits);
                     dy.upload(y0);
                     L.bf16 = true, L.w = dW16.data();
+                    const bool gemv = M <= gpu::kGemvMaxRows && K % 8 == 0;
+                    CHECK(gpu::linear_kernel(L, M) == (gemv ? gpu::LinearKernel::gemv_bf16 : gpu::LinearKernel::cublas));
                     gpu::linear(blas, L, dx16.data(), M, dy.data(), accumulate);
                     check_close(host(dy), ref, 5e-4f, 1e-3f, "linear bf16");
                 }
+}
+
+// int8 weights against their CPU twin, the engine's int8 product
+// (pd::linear_forward on an int8 Linear), on the same bf16-valued x. The
+// device holds what cuda_engine.cpp uploads: quantize_rows' values and scales
+// for the GEMV, and the same weights dequantized to bf16 for cuBLAS.
+//  - GEMV (M <= 4, rows a multiple of 16): the exact weights q * s, as the
+//    CPU's decode kernel; it rounds x to int16 per group, 2^-16 of the
+//    group's largest |x|: close agreement.
+//  - cuBLAS (M > 4, or rows of 100): the bf16 copy. From M = 17 the CPU's
+//    prefill multiplies the same copy (oneDNN); below, the CPU's decode kernel
+//    has the exact weights, and the copy's rounding (2^-9 of each weight)
+//    shows: a looser tolerance there.
+// Shapes: groups that divide the row, a last group shorter than the others
+// (96 at G = 64, 2064 at G = 32 and 64: 16 inputs), rows the GEMV cannot take (100).
+TEST_CASE("gpu.kernels.linear_int8") {
+    gpu::Blas blas(nullptr);
+    const int shapes[][2] = {{64, 96}, {96, 37}, {768, 2304}, {2064, 40}, {100, 37}};  // (in, out)
+    for (Precision p : {Precision::int8_g32, Precision::int8_g64, Precision::int8_g128})
+        for (auto [K, N] : shapes)
+            for (int M : {1, 2, 3, 4, 5, 17})
+                for (bool accumulate : {false, true}) {
+                    const int G = int8_group(p);
+                    INFO(precision_name(p) << " M " << M << " in " << K << " out " << N << " accumulate " << accumulate);
+                    auto W = randn(std::size_t(N) * K, 30, 0.05f), b = randn(N, 31), y0 = randn(std::size_t(M) * N, 32);
+                    const Bf16Copy x = bf16_copy(randn(std::size_t(M) * K, 33));
+                    const Linear cpu = make_linear(W, b, K, N, p);
+                    std::vector<float> ref(std::size_t(M) * N);
+                    linear_forward(cpu, x.values.data(), M, ref.data());
+                    if (accumulate) add_residual(ref, y0);
+
+                    auto dx = dev(x.bits);
+                    auto db = dev(b), dy = dev(y0);
+                    const DeviceInt8 d = device_int8(W, K, N, G, db.data());
+                    const gpu::DeviceLinear& L = d.L;
+                    const bool gemv = M <= gpu::kGemvMaxRows && K % 16 == 0;
+                    CHECK(gpu::linear_kernel(L, M) == (gemv ? gpu::LinearKernel::gemv_int8 : gpu::LinearKernel::cublas));
+                    gpu::linear(blas, L, dx.data(), M, dy.data(), accumulate);
+                    const float tol = gemv || M > kSmallM ? 1e-3f : 1e-2f;
+                    check_close(host(dy), ref, tol, tol, "linear int8");
+                }
+}
+
+// Llama's MLP-in product with SwiGLU, h = swiglu(x W^T) in bf16, against its
+// twin: the CPU product (ref::linear on the bf16 values, or the engine's
+// int8 product), then pd::swiglu. M <= 4: the fused GEMV; M = 5 and rows of
+// 100: the product, then the swiglu kernel (int8 there: cuBLAS's bf16 copy
+// against the CPU's exact int8 weights, a looser tolerance, as above).
+TEST_CASE("gpu.kernels.linear_swiglu") {
+    gpu::Blas blas(nullptr);
+    const int shapes[][2] = {{64, 48}, {2064, 300}, {100, 37}};  // (in, F): W is (2F, in)
+    for (Precision p : {Precision::bf16, Precision::int8_g64})
+        for (auto [K, F] : shapes)
+            for (int M : {1, 2, 4, 5}) {
+                INFO(precision_name(p) << " M " << M << " in " << K << " F " << F);
+                const int N = 2 * F;
+                auto W = randn(std::size_t(N) * K, 40, 0.05f);
+                const Bf16Copy x = bf16_copy(randn(std::size_t(M) * K, 41)), W16 = bf16_copy(W);
+                std::vector<float> gate_up(std::size_t(M) * N), ref(std::size_t(M) * F);
+                if (p == Precision::bf16) ref::linear(gate_up.data(), x.values.data(), W16.values.data(), nullptr, M, K, N);
+                else linear_forward(make_linear(W, {}, K, N, p), x.values.data(), M, gate_up.data());
+                swiglu(ref.data(), gate_up.data(), M, F);
+
+                const bool int8 = is_int8(p);
+                auto dx = dev(x.bits), dW16 = dev(W16.bits);
+                DeviceInt8 d8;
+                if (int8) d8 = device_int8(W, K, N, int8_group(p), nullptr);
+                gpu::DeviceLinear L;
+                L.in = K, L.out = N, L.bf16 = true, L.w = dW16.data();
+                if (int8) L = d8.L;
+                DeviceBuffer<float> scratch(gate_up.size());
+                DeviceBuffer<std::uint16_t> h(ref.size());
+                gpu::linear_swiglu(blas, L, dx.data(), M, h.data(), scratch.data());
+                // int8's GEMV: the CPU's x in int16 moves g and u by ~1e-4 at K = 2064.
+                const bool loose = int8 && gpu::linear_kernel(L, M) == gpu::LinearKernel::cublas;
+                check_close(widen(host(h)), ref, loose ? 1e-2f : int8 ? 1e-3f : 1e-4f, loose ? 1e-2f : kBf16Rtol,
+                            "linear_swiglu");
+            }
 }
 
 TEST_CASE("gpu.kernels.kv_write") {

@@ -29,9 +29,17 @@ const char* kModels[] = {
 // CUDA engine's upload next to the CPU's packed copy (weights.hpp).
 const Backends kBoth{.cpu = true, .cuda = true};
 
-// Logit tolerances: f32 differs only in summation order; bf16 rounds the
-// activations before every product on the GPU, the CPU's decode does not.
+// Logit tolerances: f32 differs only in summation order; bf16 and int8 round
+// the activations to bf16 before every product on the GPU, the CPU's decode
+// does not (int8 there rounds x to int16 per group, 2^-16 of its largest).
 float tol_for(Precision p) { return p == Precision::f32 ? 2e-3f : 6e-2f; }
+
+// int8 on the GPU against the CPU's int8: the same quantized weights (both
+// call quantize_rows), decode on the int8 GEMV, prefill on cuBLAS with the
+// weights dequantized to bf16 as the CPU's oneDNN prefill has them. Chunks of
+// 7 and 13 tokens run the CPU's int8 decode kernel (M <= 16) but the GPU's
+// cuBLAS (M > 4): the bf16 copy's rounding is within the bf16 tolerance.
+const Precision kPrecisions[] = {Precision::f32, Precision::bf16, Precision::int8_g64};
 
 std::vector<int> some_tokens(int n, int vocab, int seed) {
     std::vector<int> t(n);
@@ -104,7 +112,7 @@ void check_greedy(Engine& cpu, Engine& gpu, const std::vector<int>& prompt, int 
 
 TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
     for (const char* spec : kModels)
-        for (Precision p : {Precision::f32, Precision::bf16}) {
+        for (Precision p : kPrecisions) {
             INFO(spec << " " << precision_name(p));
             auto lm = load_model(spec, p, false, kBoth);
             const int V = lm.model->config.vocab_size, T = 20;
@@ -146,7 +154,7 @@ TEST_CASE("gpu.model.greedy_ids_match_cpu") {
     for (bool graphs : {true, false}) {
         GraphsSetting setting(graphs);
         for (const char* spec : kModels)
-            for (Precision p : {Precision::f32, Precision::bf16}) {
+            for (Precision p : kPrecisions) {
                 INFO(spec << " " << precision_name(p) << " graphs " << graphs);
                 auto lm = load_model(spec, p, false, kBoth);
                 Pair e = engines(lm.model, 1);
@@ -155,10 +163,11 @@ TEST_CASE("gpu.model.greedy_ids_match_cpu") {
     }
 }
 
-// The real shapes: GPT-2 small and the kit's Llama yardstick (GQA 3).
+// The real shapes: GPT-2 small and the kit's Llama yardstick (GQA 3); int8
+// with groups of 128 here (64 above).
 TEST_CASE("gpu.model.preset_shapes") {
     for (const char* spec : {"synthetic:bench-llama-125m", "synthetic:gpt2-124m"})
-        for (Precision p : {Precision::f32, Precision::bf16}) {
+        for (Precision p : {Precision::f32, Precision::bf16, Precision::int8_g128}) {
             INFO(spec << " " << precision_name(p));
             auto lm = load_model(spec, p, false, kBoth);
             const int V = lm.model->config.vocab_size;
