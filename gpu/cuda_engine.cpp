@@ -20,6 +20,7 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "sampler.cuh"
 #include "engine/bf16_convert.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/ops.hpp"
@@ -149,24 +150,24 @@ public:
     }
 
     const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
-        check_decode(model_->config, room(), slots, tokens);
-        const int rows = int(tokens.size());
-        rows_token_.assign(tokens.begin(), tokens.end());
-        rows_slot_.assign(slots.begin(), slots.end());
-        rows_pos_.resize(rows);
-        for (int r = 0; r < rows; r++) rows_pos_[r] = cache_.seq_len[slots[r]];
-        gpu::ensure_run_state(st_, dm_, rows, rows, cache_.max_seq);  // no-op after the first steps
-        stage_rows(rows);
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::decode;
-        a.rows = rows;
-        a.first_kept = 0;
-        a.n_kept = rows;
-        if (use_graphs_) run_graph(a);
-        else gpu::forward(dm_, cache_, st_, *blas_, a);
+        const int rows = enqueue_decode(slots, tokens);
         const float* logits = fetch_logits(rows);
         for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
         return logits;
+    }
+
+    // The argmax of each row on the device: one int per row comes back.
+    void decode_greedy(std::span<const int> slots, std::span<const int> tokens, std::span<int> next) override {
+        PD_GPU_REQUIRE(next.size() == tokens.size());
+        const int rows = enqueue_decode(slots, tokens);
+        d_next_.ensure(std::size_t(rows));
+        h_next_.resize(std::size_t(rows));
+        gpu::argmax(d_next_.data(), st_.logits.data(), rows, model_->config.vocab_size, stream_);
+        PD_CUDA(cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int) * std::size_t(rows),
+                                cudaMemcpyDeviceToHost, stream_));
+        PD_CUDA(cudaStreamSynchronize(stream_));
+        std::copy(h_next_.begin(), h_next_.end(), next.begin());
+        for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
     }
 
     int cache_len(int slot) const override { return cache_.seq_len.at(slot); }
@@ -189,7 +190,7 @@ public:
         // this pass's rows (stage_rows), every launch the host queues (while
         // the host is still launching, the GPU may sit idle and that gap is
         // counted), the kernels, and the copy of the logits to host memory
-        // (fetch_logits). So this is the model-side step time as a caller sees
+        // (fetch_logits; decode_greedy copies each row's argmax instead). So this is the model-side step time as a caller sees
         // it, host overhead included, like the CPU engine's clock; not the
         // kernels' time alone. The synchronise makes the host wait for the
         // second stamp before reading it.
@@ -208,7 +209,8 @@ public:
             "each phase, then cudaEventSynchronize on the second one before reading the time. "
             "The interval holds everything the phase does: staging its tokens and positions to "
             "the device, the host queueing the kernel launches (GPU idle time while the host "
-            "launches is counted), the kernels, and the copy of the logits back to host memory; "
+            "launches is counted), the kernels, and the copy of the logits (greedy decode steps: "
+            "of each row's argmax) back to host memory; "
             "it is not the kernels' time alone (gpu/dev's harnesses time kernels by themselves). "
             "A host clock read without the synchronise would time only the queueing: launches "
             "return long before the GPU has done the work. Decode steps {}",
@@ -226,6 +228,29 @@ private:
     };
 
     CacheRoom room() const { return {cache_.seq_len, cache_.max_seq}; }
+
+    // Checks a decode step, stages its rows and enqueues its forward pass
+    // (the captured graph, or every kernel); returns its rows. The logits
+    // land in st_.logits; the caller fetches what it needs and then advances
+    // the sequences' lengths.
+    int enqueue_decode(std::span<const int> slots, std::span<const int> tokens) {
+        check_decode(model_->config, room(), slots, tokens);
+        const int rows = int(tokens.size());
+        rows_token_.assign(tokens.begin(), tokens.end());
+        rows_slot_.assign(slots.begin(), slots.end());
+        rows_pos_.resize(rows);
+        for (int r = 0; r < rows; r++) rows_pos_[r] = cache_.seq_len[slots[r]];
+        gpu::ensure_run_state(st_, dm_, rows, rows, cache_.max_seq);  // no-op after the first steps
+        stage_rows(rows);
+        gpu::ForwardArgs a;
+        a.phase = gpu::Phase::decode;
+        a.rows = rows;
+        a.first_kept = 0;
+        a.n_kept = rows;
+        if (use_graphs_) run_graph(a);
+        else gpu::forward(dm_, cache_, st_, *blas_, a);
+        return rows;
+    }
 
     // Everything that is not a DeviceBuffer / DeviceArena (those free themselves).
     void release() noexcept {
@@ -482,6 +507,8 @@ private:
     // asynchronous; every pass ends by waiting for its logits (fetch_logits),
     // so the next one never overwrites rows still being copied.
     gpu::pinned_vector<int> rows_token_, rows_slot_, rows_pos_;
+    gpu::DeviceBuffer<int> d_next_;                        // decode_greedy's argmax per row
+    gpu::pinned_vector<int> h_next_;                       // ... and its host copy
     float* h_logits_ = nullptr;                            // pinned host memory for the logits
     std::size_t h_logits_cap_ = 0;
     std::map<int, Graph> graphs_;                          // decode step graph per batch size

@@ -2,6 +2,7 @@
 // CUDA backend in gpu/ is built.
 #include "engine/engine.hpp"
 
+#include "engine/sampler.hpp"
 #include "measure/hardware.hpp"
 #include "measure/timing.hpp"
 
@@ -62,6 +63,14 @@ private:
 };
 
 }  // namespace
+
+void Engine::decode_greedy(std::span<const int> slots, std::span<const int> tokens, std::span<int> next) {
+    if (next.size() != tokens.size())
+        fail("internal error: decode_greedy got {} rows for next tokens, {} tokens", next.size(), tokens.size());
+    const float* logits = decode(slots, tokens);
+    const int V = config().vocab_size;
+    for (std::size_t r = 0; r < tokens.size(); r++) next[r] = argmax(logits + r * V, V);
+}
 
 bool cuda_available(std::string* why_not) {
 #ifdef PDLAB_HAVE_CUDA

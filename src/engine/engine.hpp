@@ -32,6 +32,11 @@ public:
     // The two phases (see model.hpp). Logits are returned in host memory.
     virtual const float* prefill(int slot, std::span<const int> tokens, Keep keep = Keep::last) = 0;
     virtual const float* decode(std::span<const int> slots, std::span<const int> tokens) = 0;
+    // A decode step for greedy decoding: next[r] = the argmax of row r's
+    // logits (the first maximum, as pd::argmax); next has a row per token.
+    // The GPU finds it on the device and copies back one int per row instead
+    // of the logits; this default runs decode() and pd::argmax on the host.
+    virtual void decode_greedy(std::span<const int> slots, std::span<const int> tokens, std::span<int> next);
 
     virtual int cache_len(int slot) const = 0;
     virtual int batch() const = 0;

@@ -24,6 +24,7 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     GenerateResult res;
     res.prompt_ids.assign(prompt.begin(), prompt.end());
     Sampler sampler = make_sampler(opts.sampler, c.vocab_size);
+    const bool greedy = opts.sampler.temperature == 0.0f;  // sample() would take the argmax
     const int slot = opts.slot;
     engine.reset(slot);
     std::vector<int> seq(prompt.begin(), prompt.end());  // every token so far (for no-cache mode)
@@ -32,6 +33,7 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     for (int step = 0; step < opts.max_new_tokens; step++) {
         TraceRow row;
         const float* logits = nullptr;
+        int next = 0;
         if (step == 0 || !opts.use_cache) {
             // Prefill (or, without a cache, a full recompute of everything so far).
             engine.reset(slot);
@@ -45,13 +47,16 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
             row.cache_before = engine.cache_len(slot);
             row.tokens_in = 1;
             int tok = seq.back();
-            row.ms = engine.time_ms([&] { logits = engine.decode({&slot, 1}, {&tok, 1}); });
+            // Greedy decoding needs only the argmax: the GPU finds it on the
+            // device and copies back one int, not the logits (engine.hpp).
+            if (greedy) row.ms = engine.time_ms([&] { engine.decode_greedy({&slot, 1}, {&tok, 1}, {&next, 1}); });
+            else row.ms = engine.time_ms([&] { logits = engine.decode({&slot, 1}, {&tok, 1}); });
         }
         row.cache_after = engine.cache_len(slot);
         row.kv_shape = fmt::format("[1, {}, {}, {}]", c.n_kv_heads, row.cache_after, c.head_dim);
         row.logits_pos = int(seq.size()) - 1;
         row.logits_token = seq.back();
-        int next = sample(sampler, logits, c.vocab_size);
+        if (logits) next = sample(sampler, logits, c.vocab_size);
         row.token_out = next;
         if (step == 0) {
             res.prefill_ms = row.ms;

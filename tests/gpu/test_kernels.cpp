@@ -21,7 +21,9 @@
 #include "matmul.cuh"
 #include "ops.cuh"
 #include "engine/ops.hpp"
+#include "engine/sampler.hpp"
 #include "reference.hpp"
+#include "sampler.cuh"
 
 using namespace pd;
 using namespace pd::test;
@@ -349,6 +351,30 @@ TEST_CASE("gpu.kernels.linear_swiglu") {
                 check_close(widen(host(h)), ref, loose ? 1e-2f : int8 ? 1e-3f : 1e-4f, loose ? 1e-2f : kBf16Rtol,
                             "linear_swiglu");
             }
+}
+
+// argmax against pd::argmax: random rows, a tie (the first wins), all -inf,
+// NaN at index 0 (pd::argmax keeps 0) and elsewhere (never picked), rows
+// of 1 and of a 128,256-token vocabulary.
+TEST_CASE("gpu.kernels.argmax") {
+    for (int n : {1, 97, 1500, 128256}) {
+        const int rows = 6;
+        auto logits = randn(std::size_t(rows) * n, 50, 3.0f);
+        auto row = [&](int r) { return logits.data() + std::size_t(r) * n; };
+        const int last = n - 1;
+        row(1)[last] = row(1)[n / 2] = 100.0f;  // a tie: the lower index wins
+        std::fill(row(2), row(2) + n, -INFINITY);
+        row(3)[0] = NAN;
+        row(4)[last] = NAN;
+        row(5)[n / 3] = INFINITY;
+        std::vector<int> ref(rows);
+        for (int r = 0; r < rows; r++) ref[r] = argmax(row(r), n);
+        auto dl = dev(logits);
+        DeviceBuffer<int> out(rows);
+        gpu::argmax(out.data(), dl.data(), rows, n, nullptr);
+        INFO("n " << n);
+        CHECK(host(out) == ref);
+    }
 }
 
 TEST_CASE("gpu.kernels.kv_write") {

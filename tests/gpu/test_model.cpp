@@ -10,6 +10,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
+#include "engine/sampler.hpp"
 #include "io/model_source.hpp"
 
 using namespace pd;
@@ -180,6 +181,31 @@ TEST_CASE("gpu.model.preset_shapes") {
             e.gpu->reset(0);
             check_greedy(*e.cpu, *e.gpu, prompt, 8, tol_for(p));
         }
+}
+
+// decode_greedy's argmax on the device against the argmax of decode()'s
+// logits, on two GPU engines fed the same tokens (batch of 2: a row each).
+TEST_CASE("gpu.model.decode_greedy_is_the_argmax_of_the_logits") {
+    for (Precision p : kPrecisions) {
+        INFO(precision_name(p));
+        auto lm = load_model(kModels[0], p, false, kBoth);
+        const int V = lm.model->config.vocab_size;
+        EngineOptions o;
+        o.device = Device::cuda;
+        o.batch = 2;
+        auto a = make_engine(lm.model, o), b = make_engine(lm.model, o);
+        std::vector<int> slots = {0, 1}, tokens = {3, 7}, next(2);
+        for (int s : slots)
+            for (Engine* e : {a.get(), b.get()}) e->prefill(s, some_tokens(5 + s, V, s));
+        for (int step = 0; step < 8; step++) {
+            const float* logits = a->decode(slots, tokens);
+            const std::vector<int> want = {argmax(logits, V), argmax(logits + V, V)};
+            b->decode_greedy(slots, tokens, next);
+            CHECK(next == want);
+            tokens = want;
+        }
+        CHECK(b->cache_len(1) == 6 + 8);
+    }
 }
 
 TEST_CASE("gpu.model.errors_match_cpu") {
