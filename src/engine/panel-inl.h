@@ -26,13 +26,18 @@ constexpr int kVecs = kPanel / kLanes;  // vectors per panel row
 // bench-llama-125m B=1, 1 thread) int8 streamed 12.3 GB/s without it and
 // 16-17.5 GB/s with it (the DRAM probe: 19 GB/s); 1 KiB ahead gained half as
 // much and 4 KiB no more. Prefetches past the matrix's end are harmless.
+// AVX2 only, where it was measured: on Zen 4 (AVX-512) an earlier try made the
+// bf16 kernel slower (docs/performance.md), and NEON is unmeasured.
+constexpr bool kPrefetchWeights = HWY_TARGET == HWY_AVX2;
 constexpr std::size_t kPrefetchAhead = 2048;
 
 // Prefetches the `bytes` (a multiple of 64) that follow `now` by kPrefetchAhead.
 template <std::size_t bytes>
 HWY_INLINE void prefetch_ahead(const void* now) {
-    const char* ahead = static_cast<const char*>(now) + kPrefetchAhead;
-    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b);
+    if constexpr (kPrefetchWeights) {
+        const char* ahead = static_cast<const char*>(now) + kPrefetchAhead;
+        for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b);
+    }
 }
 
 // Adds the U partial sums of MB rows, adds the bias and stores ncols outputs.
