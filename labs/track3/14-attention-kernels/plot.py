@@ -4,8 +4,9 @@
     /usr/bin/python3 labs/track3/14-attention-kernels/plot.py lab14-results
 
 prefill.csv and decode.csv: time and scratch of both kernels against the length
-(log-log: a quadratic is a line of slope 2, a constant is flat); tiles.csv: the
-tiled kernel's time against the tile size. Needs matplotlib (Debian: apt-get
+(log-log: a quadratic is a line of slope 2, a constant is flat), with the GPU
+pair's prefill_gpu.csv and decode_gpu.csv (--device cuda or both) dashed on
+the same axes; tiles.csv: the tiled kernel's time against the tile size. Needs matplotlib (Debian: apt-get
 install python3-matplotlib); exits 4 without it, 2 when DIR holds none of the files.
 """
 import csv
@@ -24,16 +25,27 @@ def save(fig, out_dir, name):
     print(f"  {name}.png, {name}.svg")
 
 
-def plot_lengths(plt, rows, phase, out_dir):
-    S = [r["length"] for r in rows]
+# Each device's lines: (CSV suffix, line style, label prefix, tiled scratch label).
+DEVICES = (("", "-", "", "tiled: Br x Bc floats + Br states"),
+           ("_gpu", "--", "GPU ", "GPU tiled: one block's shared memory"))
+
+
+def plot_lengths(plt, by_device, phase, out_dir):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax1.plot(S, [r["naive_ms"] for r in rows], "o-", label="naive (scores in memory)")
-    ax1.plot(S, [r["tiled_ms"] for r in rows], "s-", label="tiled (online softmax)")
+    for suffix, style, prefix, tiled_scratch in DEVICES:
+        rows = by_device.get(suffix)
+        if not rows:
+            continue
+        S = [r["length"] for r in rows]
+        ax1.plot(S, [r["naive_ms"] for r in rows], "o" + style, color="C0",
+                 label=prefix + "naive (scores in memory)")
+        ax1.plot(S, [r["tiled_ms"] for r in rows], "s" + style, color="C1", label=prefix + "tiled (online softmax)")
+        ax2.plot(S, [r["naive_scratch_bytes"] for r in rows], "o" + style, color="C0",
+                 label=prefix + "naive: T x S floats")
+        ax2.plot(S, [r["tiled_scratch_bytes"] for r in rows], "s" + style, color="C1", label=tiled_scratch)
     ax1.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="time per call (ms, median)",
             title=f"{phase}: time")
-    ax2.plot(S, [r["naive_scratch_bytes"] for r in rows], "o-", label="naive: T x S floats")
-    ax2.plot(S, [r["tiled_scratch_bytes"] for r in rows], "s-", label="tiled: Br x Bc floats + Br states")
-    ax2.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="scratch per thread (bytes)",
+    ax2.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="scratch per CPU thread or GPU block (bytes)",
             title=f"{phase}: scratch")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
@@ -57,10 +69,11 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: plot.py DIR")
     out_dir = sys.argv[1]
-    found = {n: os.path.join(out_dir, f"{n}.csv") for n in ("prefill", "decode", "tiles")}
+    names = ("prefill", "decode", "tiles", "prefill_gpu", "decode_gpu")
+    found = {n: os.path.join(out_dir, f"{n}.csv") for n in names}
     found = {n: p for n, p in found.items() if os.path.exists(p)}
     if not found:
-        print(f"plot.py: no prefill.csv, decode.csv or tiles.csv in {out_dir}", file=sys.stderr)
+        print(f"plot.py: none of {', '.join(n + '.csv' for n in names)} in {out_dir}", file=sys.stderr)
         sys.exit(2)
     try:
         import matplotlib
@@ -71,8 +84,9 @@ def main():
         sys.exit(4)
     print(f"plots in {out_dir}:")
     for phase in ("prefill", "decode"):
-        if phase in found:
-            plot_lengths(plt, read(found[phase]), phase, out_dir)
+        by_device = {suffix: read(found[phase + suffix]) for suffix, *_ in DEVICES if phase + suffix in found}
+        if by_device:
+            plot_lengths(plt, by_device, phase, out_dir)
     if "tiles" in found:
         plot_tiles(plt, read(found["tiles"]), out_dir)
 
