@@ -3,6 +3,7 @@
 // in gpu/dev/attention_decode.cu and gpu/dev/attention_prefill.cu.
 #include "attention.cuh"
 
+#include "attention_pair.cuh"
 #include "common.cuh"
 
 namespace pd::gpu {
@@ -211,6 +212,19 @@ void attention_prefill(const Blas& blas, float* out, const float* q, int q_strid
                                       CUDA_R_32F, D, pv_b, CUDA_R_32F, nk, &zero, pv_c, CUDA_R_32F,
                                       out_stride, n_heads, compute, CUBLAS_GEMM_DEFAULT));
     }
+}
+
+bool attention_prefill_flash_supports(int head_dim) { return tiled_attention_supports(head_dim); }
+
+void attention_prefill_flash(std::uint16_t* out, const float* q, int q_stride, KVLayer c, int b, int start,
+                             int T, int n_heads, cudaStream_t s) {
+    if (T <= 0) return;
+    PD_GPU_REQUIRE(start >= 0 && start + T <= c.max_seq && b >= 0 && b < c.batch);
+    // The T queries are the last T of the sequence's start + T cached positions;
+    // KV head g's rows follow one another, max_seq rows apart from head g + 1's.
+    const AttentionShape shape{T, start + T, n_heads, c.n_kv_heads, c.head_dim};
+    const AttentionStrides strides{q_stride, n_heads * c.head_dim, std::size_t(c.max_seq) * c.head_dim};
+    tiled_attention(out, q, c.k + c.row(b, 0, 0), c.v + c.row(b, 0, 0), shape, strides, s);
 }
 
 }  // namespace pd::gpu

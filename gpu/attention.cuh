@@ -73,4 +73,12 @@ void attention_prefill(const Blas& blas, float* out, const float* q, int q_strid
                        int start, int T, int n_heads, float* scratch, bool allow_tf32,
                        std::size_t budget_floats = kPrefillScoreBudget);
 
+// The same attention on the flash kernel (attention_pair.cuh's tiled_attention):
+// no score matrix and no scratch, q, K and V rounded to bf16 for the tensor
+// cores, f32 sums, and the output in bf16, the input of the next product. The
+// prefill of bf16 models whose head_dim it supports (model.cu).
+bool attention_prefill_flash_supports(int head_dim);
+void attention_prefill_flash(std::uint16_t* out, const float* q, int q_stride, KVLayer c, int b, int start,
+                             int T, int n_heads, cudaStream_t s);
+
 }  // namespace pd::gpu

@@ -177,6 +177,9 @@ card_steps() {
         --heads 32 --kv-heads 8 --len 2048
     step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
         --heads 16 --kv-heads 4 --len 2048 --tf32
+    # Lab 14's GPU pair (naive scores in memory, flash on tensor cores), 256 .. 8192 tokens.
+    step "lab 14 on cuda" 180 lab14_cuda.log "$build/labs/track3/14-attention-kernels/14-attention-kernels" \
+        --device cuda --sweeps prefill,decode --no-plot --out "$tmp/lab14" --json "$tmp/lab14_cuda.json"
 }
 
 # 5. Benchmarks. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
@@ -256,6 +259,7 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
         [ -s "$tmp/lab${n}_compare.log" ] || continue
         printf '```\n%s\n```\n\n' "$(cat "$tmp/lab${n}_compare.log")"
     done
+    [ -s "$tmp/lab14_cuda.log" ] && printf '```\n%s\n```\n\n' "$(grep -v '^prefill_gpu: \|^decode_gpu: ' "$tmp/lab14_cuda.log")"
     [ -f "$tmp/alerts.md" ] && cat "$tmp/alerts.md" && echo
     echo "Steps failed: $failed. Steps skipped for the ${budget} s budget: $over_budget. Total time: $(( $(date +%s) - started )) s."
     echo

@@ -86,8 +86,9 @@ gpu::DeviceShape device_shape(const Config& c) {
     return s;
 }
 
-bool graphs_enabled_by_env() {
-    const char* v = std::getenv("PDLAB_CUDA_GRAPHS");
+// A switch that is on unless the variable says 0, off or no.
+bool enabled_by_env(const char* name) {
+    const char* v = std::getenv(name);
     return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
 }
 
@@ -112,7 +113,7 @@ public:
             upload_rope(S);
             cache_ = gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
-            use_graphs_ = graphs_enabled_by_env();
+            use_graphs_ = enabled_by_env("PDLAB_CUDA_GRAPHS");
             PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
         } catch (...) {
             release();  // the destructor does not run for a half-built object
@@ -379,6 +380,8 @@ private:
         dm_.shape = device_shape(c);
         const gpu::DeviceShape& s = dm_.shape;
         dm_.bf16 = model_->precision != Precision::f32;  // bf16 and int8 products take bf16 activations
+        dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(s.head_dim) &&
+                            enabled_by_env("PDLAB_CUDA_FLASH");
         dm_.tok_emb = arena_.upload(w.tok_emb);
         dm_.pos_emb = upload_opt(w.pos_emb);
         if (!s.llama) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);

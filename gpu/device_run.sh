@@ -44,9 +44,10 @@ targets=(
     src/pdlab/pdlab
     gpu/dev/targets gpu/dev/attention_decode gpu/dev/attention_prefill gpu/dev/bandwidth gpu/dev/gemm
     gpu/dev/gemv_bf16 gpu/dev/gemv_int8
-    tests/gpu/gpu_tests tests/gpu/gpu_host_tests
+    tests/gpu/gpu_tests tests/gpu/gpu_host_tests tests/gpu/gpu_pair_tests
     labs/track1/02-prefill-and-decode/02-prefill-and-decode
     labs/track1/05-length-and-batch/05-length-and-batch
+    labs/track3/14-attention-kernels/14-attention-kernels
 )
 
 # One package's files into $prefix: dpkg -x, or ar and tar where there is no dpkg.

@@ -139,9 +139,12 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
         kv_write(kv, st.qkv.data() + Q, st.qkv.data() + Q + KV, QKV, slot, pos, rows, s);
 
         // 6. Attention over the cache; q is read in place from the qkv rows.
-        //    Prefill: T queries of one sequence, query i sees positions 0..start+i.
+        //    Prefill: T queries of one sequence, query i sees positions 0..start+i;
+        //             bf16 models on the flash kernel (no score matrix), straight into act16.
         //    Decode : one query per sequence, each sees its whole cache.
-        if (a.phase == Phase::prefill) {
+        if (a.phase == Phase::prefill && m.flash_prefill) {
+            attention_prefill_flash(act16, st.qkv.data(), QKV, kv, a.slot, a.start, rows, c.n_heads, s);
+        } else if (a.phase == Phase::prefill) {
             attention_prefill(blas, st.att.data(), st.qkv.data(), QKV, kv, a.slot, a.start, rows,
                               c.n_heads, st.att_scratch.data(), /*allow_tf32=*/bf16);
             if (bf16) to_bf16(act16, st.att.data(), long(rows) * Q, s);

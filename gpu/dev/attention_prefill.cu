@@ -9,18 +9,28 @@
 //              one head (a warp each); tiles of 64 keys and values are staged
 //              once in shared memory for all 8; online softmax (running max
 //              and sum, output rescaled as the max grows): no T x T scores.
-//   version 4  the engine's path (gpu/attention.cu): cuBLAS batched GEMMs
-//              S = Q K^T, a causal softmax kernel, O = P V, in query chunks.
+//   version 4  the engine's path for f32 models (gpu/attention.cu): cuBLAS
+//              batched GEMMs S = Q K^T, a causal softmax kernel, O = P V, in
+//              query chunks.
+//   version 5  flash on bf16 tensor cores (gpu/attention_pair.cu's
+//              tiled_attention: lab 14's GPU twin, and the engine's path for
+//              bf16 models): 64 queries x 64 keys per tile, m16n16k16 wmma for
+//              Q K^T and P V, online softmax by a warp per row; f32 inputs
+//              rounded to bf16 in shared memory, f32 sums.
+//   version 6  the same kernel reading bf16 q, K and V (half the bytes).
 //
 // Each version is checked against a CPU reference (on a sample of query rows,
-// all heads, to keep the CPU side short) before it is timed.
+// all heads, to keep the CPU side short) before it is timed; versions 5 and 6
+// against the reference on the inputs rounded to bf16, within 1e-2 + 1e-2 |ref|
+// (their probabilities are bf16: 2^-9 relative).
 //
-//   attention_prefill [--version 0..4] [--heads 16] [--kv-heads 4] [--head-dim 64]
+//   attention_prefill [--version 0..6] [--heads 16] [--kv-heads 4] [--head-dim 64]
 //                     [--len 2048] [--repeats 10] [--tf32] [--peak-gbs X] [--peak-tflops Y]
 // Exits 77 without a GPU.
 #include "dev_common.cuh"
 
 #include "attention.cuh"
+#include "attention_pair.cuh"
 #include "common.cuh"
 #include "matmul.cuh"
 
@@ -150,13 +160,28 @@ void cpu_reference_rows(std::vector<float>& out, const std::vector<int>& rows, c
         }
 }
 
+// The values rounded to bf16 (round to nearest even), and the same kept in f32.
+std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
+    std::vector<__nv_bfloat16> h(v.size());
+    for (std::size_t i = 0; i < v.size(); i++) h[i] = __float2bfloat16_rn(v[i]);
+    return h;
+}
+std::vector<float> rounded(const std::vector<float>& v) {
+    std::vector<float> r(v.size());
+    for (std::size_t i = 0; i < v.size(); i++) r[i] = __bfloat162float(__float2bfloat16_rn(v[i]));
+    return r;
+}
+
+const std::uint16_t* bits(const __nv_bfloat16* p) { return reinterpret_cast<const std::uint16_t*>(p); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
     dev::Args args{argc, argv,
                    "attention_prefill: causal prefill attention kernels, validated then timed.\n"
                    "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 tiled flash,\n"
-                   "                 4 cuBLAS + softmax (engine)\n"
+                   "                 4 cuBLAS + softmax (engine, f32 models), 5 flash on bf16 tensor cores\n"
+                   "                 (engine, bf16 models), 6 the same reading bf16 inputs\n"
                    "  --heads H --kv-heads HKV --head-dim D --len T   shapes (16, 4, 64, 2048)\n"
                    "  --repeats R    timed runs, median reported (10)\n"
                    "  --tf32         let version 4 use TF32 tensor cores (as bf16 models do)\n"
@@ -183,8 +208,10 @@ int main(int argc, char** argv) {
     std::vector<int> rows;
     for (int t = 0; t < T; t++)
         if (t < 48 || t % 97 == 0 || t >= T - 3) rows.push_back(t);
-    std::vector<float> ref(std::size_t(T) * H * D, 0.0f);
+    std::vector<float> ref(std::size_t(T) * H * D, 0.0f), ref16(ref.size(), 0.0f);
     cpu_reference_rows(ref, rows, hq, hK, hV, T, H, Hkv, D);
+    if (version == 0 || version >= 5)
+        cpu_reference_rows(ref16, rows, rounded(hq), rounded(hK), rounded(hV), T, H, Hkv, D);
     std::vector<std::size_t> checked;
     for (int t : rows)
         for (int i = 0; i < H * D; i++) checked.push_back(std::size_t(t) * H * D + i);
@@ -200,11 +227,11 @@ int main(int argc, char** argv) {
     bool ok = true;
     auto run_version = [&](int v, const char* name, float tol, const std::function<void()>& launch) {
         if (version != 0 && version != v) return;
-        DEV_CHECK(cudaMemset(out, 0, ref.size() * sizeof(float)));
+        DEV_CHECK(cudaMemset(out, 0xff, ref.size() * sizeof(float)));  // NaN: a value never written fails
         launch();
         DEV_CHECK(cudaGetLastError());
         DEV_CHECK(cudaDeviceSynchronize());
-        if (!dev::validate(name, dev::to_host(out, ref.size()), ref, checked, tol, tol)) {
+        if (!dev::validate(name, dev::to_host(out, ref.size()), v >= 5 ? ref16 : ref, checked, tol, tol)) {
             ok = false;
             return;
         }
@@ -254,6 +281,20 @@ int main(int argc, char** argv) {
                         pd::gpu::attention_prefill(blas, out, q, H * D, layer, 0, 0, T, H, scratch, tf32);
                     });
         cudaFree(scratch);
+    }
+
+    const pd::gpu::AttentionShape shape{T, T, H, Hkv, D};
+    if (pd::gpu::tiled_attention_supports(D)) {
+        run_version(5, "5 flash, bf16 tensor cores, f32 in (engine)", 1e-2f,
+                    [&] { pd::gpu::tiled_attention(out, q, K, V, shape, nullptr); });
+        __nv_bfloat16* q16 = dev::to_device(to_bf16(hq));
+        __nv_bfloat16* K16 = dev::to_device(to_bf16(hK));
+        __nv_bfloat16* V16 = dev::to_device(to_bf16(hV));
+        run_version(6, "6 flash, bf16 tensor cores, bf16 in", 1e-2f,
+                    [&] { pd::gpu::tiled_attention(out, bits(q16), bits(K16), bits(V16), shape, nullptr); });
+        cudaFree(q16), cudaFree(K16), cudaFree(V16);
+    } else if (version == 0 || version >= 5) {
+        std::printf("  5, 6 skipped: the tensor-core tiles need head_dim a multiple of 16 in 16 .. 256\n");
     }
 
     std::printf("%s\n", ok ? "all versions match the CPU reference" : "MISMATCH: see above");

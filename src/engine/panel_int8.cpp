@@ -97,6 +97,7 @@ HWY_INLINE void group_int8(const std::int8_t* q, const float* w_scales, int pair
         for (int m = 0; m < MB; m++)
             for (int v = 0; v < kVecs; v++) sum0[u][m][v] = sum1[u][m][v] = hn::Zero(di);
     auto step = [&](int u, int j) {
+        prefetch_ahead<kPanel * 2>(q + std::size_t(j) * kPanel * 2);
         hn::Vec<D16> xb[MB];
         for (int m = 0; m < MB; m++) xb[m] = broadcast_pair(x + std::size_t(m) * ldx + 2 * j);
         for (int v = 0; v < kVecs; v++) {

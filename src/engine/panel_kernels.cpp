@@ -86,6 +86,7 @@ HWY_INLINE void panel_bf16(const bf16* wp, int K, const float* x, int ldx, float
             for (auto& v : r) v = hn::Zero(d);
     // k-pair kp: weights of k = 2kp in the low halves, 2kp + 1 in the high.
     auto step = [&](int u, int kp, bool odd_valid) {
+        prefetch_ahead<kPanel * sizeof(std::uint32_t)>(pairs + std::size_t(kp) * kPanel);
         V xe[MB], xo[MB];
         for (int m = 0; m < MB; m++) {
             xe[m] = hn::Set(d, x[std::size_t(m) * ldx + 2 * kp]);

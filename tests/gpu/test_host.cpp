@@ -1,7 +1,7 @@
 // gpu.host: the CPU-side parts of the GPU track, which run everywhere (with or
 // without the CUDA backend, with or without a GPU): the arithmetic check.sh
-// judges the two targets with, the query chunking of prefill attention,
-// and the device seam's answer when no GPU can be used.
+// judges the two targets with, the query chunking of prefill attention, the
+// flash kernel's shared memory, and the device seam's answer when no GPU can be used.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -15,6 +15,7 @@
 
 #ifdef PDLAB_HAVE_CUDA
 #include "attention.cuh"
+#include "attention_pair.cuh"
 #include "cuda_engine.hpp"
 #include "matmul.cuh"
 #include "model.cuh"
@@ -117,6 +118,27 @@ TEST_CASE("gpu.host.prefill_chunking") {
     // Decode: splits of 256 keys; partial outputs plus (max, sum) per split.
     CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 16 * 66);
     CHECK(gpu::attention_decode_scratch(1, 8, 1, 64) == std::size_t(8) * 1 * 66);
+}
+#endif
+
+#ifdef PDLAB_HAVE_CUDA
+// The flash kernel's block holds its tiles in shared memory: every head_dim
+// it accepts must fit sm_90's opt-in limit per block (227 KiB on H100 and
+// H200), or its launch fails on the card; the rest it refuses up front.
+TEST_CASE("gpu.host.flash_shared_memory") {
+    const std::size_t sm90_optin = 227 * 1024;
+    int accepted = 0;
+    for (int D = 1; D <= 512; D++) {
+        INFO("head_dim " << D);
+        if (!gpu::tiled_attention_supports(D)) continue;
+        accepted++;
+        CHECK(D % 16 == 0);
+        CHECK(gpu::tiled_attention_smem_bytes(D) <= sm90_optin);
+        CHECK(gpu::tiled_attention_smem_bytes(D) > gpu::tiled_attention_smem_bytes(D - 16));  // grows with D
+    }
+    CHECK(accepted == 16);  // 16, 32, ..., 256
+    CHECK(gpu::attention_prefill_flash_supports(64));
+    CHECK_FALSE(gpu::attention_prefill_flash_supports(72));
 }
 #endif
 

@@ -42,6 +42,8 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   unknown_option         generate  frobnicate
   unknown_command        -         frobnicate|command|usage
   device_cuda            generate  cuda|gpu      (skipped when this machine has an NVIDIA GPU)
+  lab14_device_cuda      lab 14    cuda|gpu      (skipped with a GPU, or when lab 14 is not built)
+  lab14_device_unknown   lab 14    device
   draft_vocab_mismatch   generate  vocabulary|vocab   (--draft tiny-draft: 1497 ids against 320)
   speculate_0            generate  speculate|at least 1
   speculate_past_context generate  context      (--speculate 40 on a 32-position model)
@@ -503,14 +505,20 @@ CASES += [
     ("lab07_prefix_past_context", good_llama, "lab07", ["--prefix-len", "100"], r"context"),
     ("lab07_question_len_bad", good_llama, "lab07", ["--question-len", "gauss:3"], r"question-len"),
     ("lab07_out_not_a_folder", good_llama, "lab07", ["--out", "/dev/null/lab07"], r"folder.*--out"),
+    # lab 14's program (no model): --device cuda without a GPU or without the CUDA backend
+    ("lab14_device_cuda", good_llama, "lab14", ["--device", "cuda"], r"cuda|gpu"),
+    ("lab14_device_unknown", good_llama, "lab14", ["--device", "tpu"], r"device"),
 ]
 
-LAB07 = os.path.join("labs", "track2", "07-paged-kv-and-prefix-caching", "07-paged-kv-and-prefix-caching")
+LAB_PROGRAMS = {
+    "lab07": os.path.join("labs", "track2", "07-paged-kv-and-prefix-caching", "07-paged-kv-and-prefix-caching"),
+    "lab14": os.path.join("labs", "track3", "14-attention-kernels", "14-attention-kernels"),
+}
 
 
-def lab07_program(pdlab):
-    """Lab 07's program in the build folder that holds pdlab (build/src/pdlab/pdlab)."""
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(pdlab))), LAB07)
+def lab_program(pdlab, command):
+    """The lab's program in the build folder that holds pdlab (build/src/pdlab/pdlab)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(pdlab))), LAB_PROGRAMS[command])
 
 
 def has_nvidia_gpu():
@@ -527,12 +535,15 @@ def build_cmd(pdlab, command, model, extra, work, name):
     if command == "frobnicate":
         return [pdlab, "frobnicate", "--model", model]
     if command == "lab07":  # a trace that fits the test model's 32 positions
-        cmd = [lab07_program(pdlab), "--model", model, "--quiet", "--no-plot", "--num-requests", "2"]
+        cmd = [lab_program(pdlab, command), "--model", model, "--quiet", "--no-plot", "--num-requests", "2"]
         for flag, value in (("--prefix-len", "4"), ("--question-len", "fixed:2"), ("--output-len", "fixed:1"),
                             ("--out", os.path.join(work, name + "_out"))):
             if flag not in extra:
                 cmd += [flag, value]
         return cmd + extra
+    if command == "lab14":  # the shortest run, were the case to get past its option checks
+        return [lab_program(pdlab, command), "--no-plot", "--sweeps", "decode", "--lengths", "16",
+                "--out", os.path.join(work, name + "_out")] + extra
     cmd = [pdlab, command, "--model", model]
     has_ids = "--prompt-ids" in extra
     if command == "logits":
@@ -585,11 +596,11 @@ def main():
             print("NOTE: the unmodified checkpoint fails too (exit %d): %s"
                   % (p.returncode, p.stderr.decode(errors="replace").strip()[:300]))
         for i, (name, maker, command, extra, kw) in enumerate(cases):
-            if name == "device_cuda" and gpu:
+            if name in ("device_cuda", "lab14_device_cuda") and gpu:
                 print("SKIP %s: this machine has an NVIDIA GPU" % name)
                 continue
-            if command == "lab07" and not os.access(lab07_program(pdlab), os.X_OK):
-                print("SKIP %s: lab 07's program is not built" % name)
+            if command in LAB_PROGRAMS and not os.access(lab_program(pdlab, command), os.X_OK):
+                print("SKIP %s: the %s program is not built" % (name, command))
                 continue
             # neutral folder names: a path echoed in a message must not supply the keyword
             d = os.path.join(work, "c%02d" % i)

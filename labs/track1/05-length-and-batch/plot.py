@@ -7,32 +7,21 @@ Needs matplotlib (Debian: apt-get install python3-matplotlib). Draws whichever
 of the four CSV files it finds; exits 4 when matplotlib is missing, 2 when DIR
 holds none of them.
 """
-import csv
 import os
 import sys
 
-
-def read(path):
-    with open(path, newline="") as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
-
-
-def save(fig, out_dir, name):
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(out_dir, f"{name}.{ext}"), dpi=120, bbox_inches="tight")
-    print(f"  {name}.png, {name}.svg")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import plot_style  # noqa: E402  (labs/common/plot_style.py)
 
 
 def finish(ax, xlabel, ylabel, title, legend=False, from_zero=True):
-    """Labels, title, a light grid; the y axis from 0 unless from_zero is False."""
+    """Labels, title, the kit's grid; the y axis from 0 unless from_zero is False."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     if from_zero:
         ax.set_ylim(bottom=0)
-    if legend:
-        ax.legend(fontsize=8)
-    ax.grid(alpha=0.3, which="both" if ax.get_yscale() == "log" else "major")
+    plot_style.style(ax, legend)
 
 
 def median_with_p90(ax, x, rows, fmt, label):
@@ -59,7 +48,7 @@ def plot_prefill(plt, rows, out_dir):
     ax2.plot(P, [1000 * r["ms_per_token"] for r in rows], "o-", color="C3")
     finish(ax2, "prompt length P (tokens)", "prefill time per prompt token (µs)",
            "Per prompt token: flat where time is linear in P,\nrising where attention (∝ P per token) counts")
-    save(fig, out_dir, "prefill_vs_prompt_len")
+    plot_style.save(fig, out_dir, "prefill_vs_prompt_len")
 
 
 def plot_decode(plt, rows, out_dir):
@@ -68,7 +57,7 @@ def plot_decode(plt, rows, out_dir):
     median_with_p90(ax, L, rows, "o-", "median; bar up to p90")
     finish(ax, "cache length read by the step (tokens)", "one decode step (ms)",
            "Decode step against cache length\n(weights: same every step; cache: grows with length)", legend=True)
-    save(fig, out_dir, "decode_vs_cache_len")
+    plot_style.save(fig, out_dir, "decode_vs_cache_len")
 
 
 def plot_output(plt, rows, out_dir):
@@ -78,7 +67,7 @@ def plot_output(plt, rows, out_dir):
     ax.plot(n, [r["ttft_ms"] for r in rows], "s--", color="C1", label="time to first token")
     finish(ax, "output tokens", "time (ms)",
            "Total time against output length\n(prefill once, then one decode step per token)", legend=True)
-    save(fig, out_dir, "total_vs_output_len")
+    plot_style.save(fig, out_dir, "total_vs_output_len")
 
 
 def plot_batch(plt, rows, out_dir):
@@ -98,23 +87,12 @@ def plot_batch(plt, rows, out_dir):
         ax.set_xticks(B)
         ax.set_xticklabels([str(int(b)) for b in B])
         ax.xaxis.set_minor_locator(plt.NullLocator())
-    save(fig, out_dir, "batch")
+    plot_style.save(fig, out_dir, "batch")
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    out_dir = sys.argv[1]
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot.py: matplotlib is not installed. Install it (Debian/Ubuntu: apt-get install "
-              f"python3-matplotlib; elsewhere: pip install matplotlib), then run:\n"
-              f"  python3 {sys.argv[0]} {out_dir}", file=sys.stderr)
-        return 4
+    out_dir = plot_style.out_folder(__doc__)
+    plt = plot_style.pyplot()
     plots = [("prefill_vs_prompt_len.csv", plot_prefill), ("decode_vs_cache_len.csv", plot_decode),
              ("total_vs_output_len.csv", plot_output), ("batch.csv", plot_batch)]
     drawn = 0
@@ -123,7 +101,7 @@ def main():
         path = os.path.join(out_dir, name)
         if not os.path.exists(path):
             continue
-        rows = read(path)
+        rows = plot_style.read_csv(path)
         if rows:
             fn(plt, rows, out_dir)
             plt.close("all")

@@ -5,29 +5,17 @@ continuous batching side by side.
 
     /usr/bin/python3 labs/track2/06-continuous-batching/plot.py lab06-results
 """
-import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-
-def load(path):
-    rows = {}
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            rows.setdefault(r["mode"], []).append({k: (v if k == "mode" else float(v)) for k, v in r.items()})
-    return rows
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import plot_style  # noqa: E402  (labs/common/plot_style.py)
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    folder = sys.argv[1]
-    rows = load(os.path.join(folder, "rates.csv"))
+    folder = plot_style.out_folder(__doc__)
+    plt = plot_style.pyplot()
+    rows = plot_style.read_groups(os.path.join(folder, "rates.csv"), "mode")
     fig, (ttft, tput) = plt.subplots(1, 2, figsize=(11, 4.2))
     for mode, style in (("static", "--"), ("continuous", "-")):
         pts = sorted(rows.get(mode, []), key=lambda r: r["rate"])
@@ -38,11 +26,8 @@ def main():
     ttft.set(xlabel="request rate (req/s)", ylabel="TTFT (ms)", title="time to first token", yscale="log")
     tput.set(xlabel="request rate (req/s)", ylabel="output tokens / s", title="throughput")
     for ax in (ttft, tput):
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(folder, "rates." + ext))
+        plot_style.style(ax)
+    plot_style.save(fig, folder, "rates")
 
 
 if __name__ == "__main__":

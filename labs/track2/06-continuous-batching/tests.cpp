@@ -10,17 +10,22 @@
 #include <numeric>
 #include <string>
 
+#include "batch_rules.hpp"
 #include "exercise.hpp"
 #include "hash_engine.hpp"
 #include "lab_test.hpp"
 #include "serve/scheduler.hpp"
+#include "show.hpp"
 
 using namespace pd::lab06;
 using pd::lab::alone;
+using pd::lab::expected_batch;
+using pd::lab::flat;
 using pd::lab::HashEngine;
 using pd::lab::Inputs;
 using pd::lab::kHashVocab;
 using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
+using pd::lab::show;
 using pd::serve::Scheduler;
 
 namespace {
@@ -57,7 +62,8 @@ StepLimits random_limits(Inputs& in) {
     return {in.integer(1, 16), in.integer(1, 96), in.integer(0, 3) == 0};
 }
 
-// ---- The rules, restated (README "One step, one batch").
+// ---- The rules, restated (README "One step, one batch"); the batch's, which
+// lab 08 shares, is pd::lab::expected_batch (labs/common/batch_rules.hpp).
 std::vector<int> expected_retire(const World& w) {
     std::vector<int> out;
     for (const auto* queue : {&w.waiting, &w.running})
@@ -70,38 +76,6 @@ std::vector<int> expected_admit(const World& w, const StepLimits& lim) {
     const long room = lim.static_batching && !w.running.empty() ? 0 : lim.max_seqs - long(w.running.size());
     const long n = std::clamp(room, 0L, long(w.waiting.size()));
     return std::vector<int>(w.waiting.begin(), w.waiting.begin() + n);
-}
-
-std::vector<BatchItem> expected_batch(const World& w, const StepLimits& lim) {
-    std::vector<BatchItem> out;
-    int budget = lim.max_tokens_per_step;
-    auto decodes = [&](int id) { return w.seqs[std::size_t(id)].remaining() == 1 && w.seqs[std::size_t(id)].computed > 0; };
-    for (int pass = 0; pass < 2; pass++)
-        for (int id : w.running) {
-            const int rest = w.seqs[std::size_t(id)].remaining();
-            const bool wanted = pass == 0 ? decodes(id) : (!decodes(id) && rest > 0);
-            const int n = std::min(pass == 0 ? 1 : rest, budget);
-            if (wanted && n > 0) out.push_back({id, n}), budget -= n;
-        }
-    return out;
-}
-
-std::string show(const std::vector<int>& v) {
-    std::string s = "[";
-    for (int x : v) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
-    return s + "]";
-}
-
-std::string show(const std::vector<BatchItem>& v) {
-    std::string s = "[";
-    for (const auto& b : v) s += (s.size() > 1 ? ", " : "") + fmt::format("{{seq {}, {} tok}}", b.seq, b.n);
-    return s + "]";
-}
-
-std::vector<int> flat(const std::vector<BatchItem>& v) {
-    std::vector<int> f;
-    for (const auto& b : v) f.insert(f.end(), {b.seq, b.n});
-    return f;
 }
 
 }  // namespace
@@ -149,8 +123,9 @@ TEST_CASE("lab06.batch.random_states") {
         observe("batch: trial " + std::to_string(trial), flat(got));
         INFO("budget " << lim.max_tokens_per_step << ", running " << show(w.running));
         INFO("yours    " << show(got));
-        CHECK_MESSAGE(flat(got) == flat(expected_batch(w, lim)),
-                      "expected " << show(expected_batch(w, lim))
+        const std::vector<BatchItem> want = expected_batch(w.view(), lim.max_tokens_per_step);
+        CHECK_MESSAGE(flat(got) == flat(want),
+                      "expected " << show(want)
                                   << ": decode rows first (one token each), then prefill chunks, both "
                                      "in running order, within the budget");
     }

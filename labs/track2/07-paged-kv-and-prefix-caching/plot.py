@@ -7,32 +7,20 @@ prefix caching.
 
     /usr/bin/python3 labs/track2/07-paged-kv-and-prefix-caching/plot.py lab07-results
 """
-import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import plot_style  # noqa: E402  (labs/common/plot_style.py)
 
 MIB = 1024.0 * 1024.0
 
 
-def load(path):
-    rows = {}
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            rows.setdefault(r["run"], []).append({k: (v if k == "run" else float(v)) for k, v in r.items()})
-    return rows
-
-
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    folder = sys.argv[1]
-    memory = load(os.path.join(folder, "memory.csv"))
-    ttft = load(os.path.join(folder, "ttft.csv"))
+    folder = plot_style.out_folder(__doc__)
+    plt = plot_style.pyplot()
+    memory = plot_style.read_groups(os.path.join(folder, "memory.csv"), "run")  # "off": no prefix caching, "on"
+    ttft = plot_style.read_groups(os.path.join(folder, "ttft.csv"), "run")
     fig, (mem, lat) = plt.subplots(1, 2, figsize=(11, 4.2))
     steps = memory.get("off", [])
     x = [r["step"] for r in steps]
@@ -45,11 +33,8 @@ def main():
         lat.plot([p["request"] for p in pts], [p["ttft_ms"] for p in pts], style, label=label)
     lat.set(xlabel="request (arrival order)", ylabel="TTFT (ms)", title="time to first token", yscale="log")
     for ax in (mem, lat):
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(folder, "memory." + ext))
+        plot_style.style(ax)
+    plot_style.save(fig, folder, "memory")
 
 
 if __name__ == "__main__":

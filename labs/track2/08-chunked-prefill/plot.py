@@ -6,26 +6,17 @@ output throughput of each budget.
 
     /usr/bin/python3 labs/track2/08-chunked-prefill/plot.py lab08-results
 """
-import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-
-def load(path):
-    with open(path) as f:
-        return [{k: (v if k == "budget" else float(v)) for k, v in r.items()} for r in csv.DictReader(f)]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import plot_style  # noqa: E402  (labs/common/plot_style.py)
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    folder = sys.argv[1]
-    rows = load(os.path.join(folder, "budgets.csv"))
+    folder = plot_style.out_folder(__doc__)
+    plt = plot_style.pyplot()
+    rows = plot_style.read_csv(os.path.join(folder, "budgets.csv"), text=("budget",))  # "unchunked" is a budget
     fig, (trade, tput) = plt.subplots(1, 2, figsize=(11, 4.2))
     ttft = [r["ttft_ms"] for r in rows]
     trade.plot(ttft, [r["p50_itl_ms"] for r in rows], ":s", label="streams' p50 ITL while prefilling")
@@ -39,12 +30,9 @@ def main():
     labels = [r["budget"] for r in rows]
     tput.bar(labels, [r["output_throughput"] for r in rows])
     tput.set(xlabel="token budget of a step", ylabel="output tokens / s", title="throughput")
-    for ax in (trade, tput):
-        ax.grid(True, alpha=0.3)
-    trade.legend()
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(folder, "budgets." + ext))
+    plot_style.style(trade)
+    plot_style.style(tput, legend=False)
+    plot_style.save(fig, folder, "budgets")
 
 
 if __name__ == "__main__":

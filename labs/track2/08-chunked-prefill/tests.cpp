@@ -11,6 +11,7 @@
 #include <numeric>
 #include <string>
 
+#include "batch_rules.hpp"
 #include "common.hpp"
 #include "engine/sampler.hpp"
 #include "exercise.hpp"
@@ -19,13 +20,17 @@
 #include "lab_test.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/scheduler.hpp"
+#include "show.hpp"
 
 using namespace pd::lab08;
 using pd::lab::alone;
+using pd::lab::expected_batch;  // the rules, restated (README "The planner"): labs/common/batch_rules.hpp
+using pd::lab::flat;
 using pd::lab::HashEngine;
 using pd::lab::Inputs;
 using pd::lab::kHashVocab;
 using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
+using pd::lab::show;
 using pd::serve::Request;
 using pd::serve::Scheduler;
 
@@ -59,32 +64,6 @@ std::vector<BatchItem> plan(const World& w, int budget) {
     out.reserve(w.seqs.size());
     plan_step(w.view(), budget, out);
     return out;
-}
-
-// ---- The rules, restated (README "The planner").
-std::vector<BatchItem> expected_plan(const World& w, int budget) {
-    std::vector<BatchItem> out;
-    auto decodes = [&](int id) { return w.seqs[std::size_t(id)].remaining() == 1 && w.seqs[std::size_t(id)].computed > 0; };
-    for (int pass = 0; pass < 2; pass++)
-        for (int id : w.running) {
-            const int rest = w.seqs[std::size_t(id)].remaining();
-            const bool wanted = pass == 0 ? decodes(id) : (!decodes(id) && rest > 0);
-            const int n = std::min(pass == 0 ? 1 : rest, budget);
-            if (wanted && n > 0) out.push_back({id, n}), budget -= n;
-        }
-    return out;
-}
-
-std::string show(const std::vector<BatchItem>& v) {
-    std::string s = "[";
-    for (const auto& b : v) s += (s.size() > 1 ? ", " : "") + fmt::format("{{seq {}, {} tok}}", b.seq, b.n);
-    return s + "]";
-}
-
-std::vector<int> flat(const std::vector<BatchItem>& v) {
-    std::vector<int> f;
-    for (const auto& b : v) f.insert(f.end(), {b.seq, b.n});
-    return f;
 }
 
 int tokens_of(const std::vector<BatchItem>& v) {
@@ -126,8 +105,9 @@ TEST_CASE("lab08.rules.random_states") {
         INFO("budget " << budget << ", running " << w.running.size() << " sequences");
         INFO("yours    " << show(got));
         CHECK_MESSAGE(tokens_of(got) <= budget, "the items must never add up to more than the budget");
-        CHECK_MESSAGE(flat(got) == flat(expected_plan(w, budget)),
-                      "expected " << show(expected_plan(w, budget))
+        const std::vector<BatchItem> want = expected_batch(w.view(), budget);
+        CHECK_MESSAGE(flat(got) == flat(want),
+                      "expected " << show(want)
                                   << ": decode rows first (one token each), then prefill chunks, both in running "
                                      "order, within the budget");
     }

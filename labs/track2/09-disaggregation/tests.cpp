@@ -15,6 +15,7 @@
 #include "io/model_source.hpp"
 #include "lab_test.hpp"
 #include "serve/paged_serving_engine.hpp"
+#include "show.hpp"
 
 using namespace pd::lab09;
 using pd::BlockTable;
@@ -24,16 +25,13 @@ using pd::lab::observe;  // the values a check judged, for the grader (labs/comm
 
 namespace {
 
+// A schedule as "[[0, 3), [3, 6)]", and as {0, 3, 3, 6} (labs/common/show.hpp).
 std::string show(const std::vector<LayerRange>& plan) {
-    std::string s = "[";
-    for (const auto& r : plan) s += (s.size() > 1 ? ", " : "") + fmt::format("[{}, {})", r.first, r.last);
-    return s + "]";
+    return pd::lab::show_each(plan, [](const LayerRange& r) { return fmt::format("[{}, {})", r.first, r.last); });
 }
 
 std::vector<int> flat(const std::vector<LayerRange>& plan) {
-    std::vector<int> f;
-    for (const auto& r : plan) f.insert(f.end(), {r.first, r.last});
-    return f;
+    return pd::lab::flat_fields(plan, &LayerRange::first, &LayerRange::last);
 }
 
 // A cache of random geometry whose every float is distinct and nonzero.

@@ -12,10 +12,8 @@ import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import plot_style  # noqa: E402  (labs/common/plot_style.py)
 
 
 def draw_roof(ax, ceil):
@@ -43,10 +41,10 @@ def draw_model(ax, model, color):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    folder = sys.argv[1]
-    j = json.load(open(os.path.join(folder, "roofline.json")))
+    folder = plot_style.out_folder(__doc__)
+    plt = plot_style.pyplot()
+    with open(os.path.join(folder, "roofline.json")) as f:
+        j = json.load(f)
     fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
     draw_roof(ax, j["ceilings"])
     for model, color in zip(j["models"], ["tab:blue", "tab:orange", "tab:green", "tab:red"]):
@@ -57,12 +55,9 @@ def main():
     ax.set_ylabel("attained GFLOP/s (your FLOPs / measured time)")
     ax.set_title(f"Roofline of {j['hardware']}\nsquares: prefill of {j['prompt_len']} tokens; "
                  f"circles: one decode step at batch B", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
+    plot_style.style(ax, legend=False)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(folder, f"roofline.{ext}"))
-    print(f"wrote {folder}/roofline.png and .svg")
+    plot_style.save(fig, folder, "roofline")
 
 
 if __name__ == "__main__":

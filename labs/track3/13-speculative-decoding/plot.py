@@ -8,27 +8,21 @@ measured and as expected_tokens_per_pass predicts from the acceptance rate,
 with the acceptance rate on a second axis. Needs matplotlib (Debian:
 apt-get install python3-matplotlib); exits 4 without it, 2 without the CSV.
 """
-import csv
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import plot_style  # noqa: E402  (labs/common/plot_style.py)
+
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: plot.py DIR (the lab's --out folder, holding sweep.csv)")
-    path = os.path.join(sys.argv[1], "sweep.csv")
+    folder = plot_style.out_folder(__doc__)
+    path = os.path.join(folder, "sweep.csv")
     if not os.path.isfile(path):
-        print(f"plot.py: {path} not found: run the lab with --out {sys.argv[1]} first", file=sys.stderr)
+        print(f"plot.py: {path} not found: run the lab with --out {folder} first", file=sys.stderr)
         sys.exit(2)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot.py: matplotlib is missing (apt-get install python3-matplotlib)", file=sys.stderr)
-        sys.exit(4)
-    with open(path, newline="") as f:
-        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    plt = plot_style.pyplot()
+    rows = plot_style.read_csv(path)
     k = [r["k"] for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     left.plot(k, [r["speedup"] for r in rows], "o-", label="speculative / plain tokens/s")
@@ -37,14 +31,13 @@ def main():
     left.set_ylabel("speed-up")
     left.set_title("Measured speed-up (greedy, identical tokens)")
     left.set_ylim(bottom=0)
-    left.legend(fontsize=8)
-    left.grid(alpha=0.3)
+    plot_style.style(left)
     right.plot(k, [r["tokens_per_pass"] for r in rows], "o-", label="tokens per target pass (measured)")
     right.plot(k, [r["predicted"] for r in rows], "s--", label="expected_tokens_per_pass(acceptance, k)")
     right.set_xlabel("k (draft tokens per round)")
     right.set_ylabel("tokens per target pass")
     right.set_ylim(bottom=0)
-    right.grid(alpha=0.3)
+    plot_style.style(right, legend=False)  # one legend for both of its y axes, below
     twin = right.twinx()
     twin.plot(k, [r["acceptance"] for r in rows], "^:", color="tab:green", label="acceptance rate")
     twin.set_ylim(0, 1.05)
@@ -53,9 +46,7 @@ def main():
     labels = right.get_legend_handles_labels()[1] + twin.get_legend_handles_labels()[1]
     right.legend(lines, labels, fontsize=8, loc="lower right")
     right.set_title("What each target pass yields")
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(sys.argv[1], f"speculative.{ext}"), dpi=120, bbox_inches="tight")
-    print("  speculative.png, speculative.svg")
+    plot_style.save(fig, folder, "speculative")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
 //   [4] tiles    the tiled kernel's time for several tile sizes at one length
 //
 // The inputs are random (no model): a small head count, the lengths of a long
-// prompt. Each sweep writes a CSV into --out and plot.py draws it.
+// prompt. Each sweep writes a CSV into --out and plot.py draws it. With
+// --device cuda (or both) the GPU pair of gpu/attention_pair.cuh runs the same
+// check and sweeps (gpu_pair.hpp), into *_gpu.csv.
 #include <omp.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "common.hpp"
 #include "engine/isa.hpp"
 #include "exercise.hpp"
+#include "gpu_pair.hpp"
 #include "kernels.hpp"
 #include "lab_main.hpp"
 #include "measure/hardware.hpp"
@@ -107,31 +110,73 @@ Stats time_tiled(const Options& o, Problem& p, Tiles t) {
     return summarize(ms);
 }
 
-// Largest |tiled - naive| beyond atol + rtol * |naive|, as a ratio (<= 1: agree).
-double disagreement(Problem& p, Tiles t) {
-    run_kernel(p, false, t);
-    const std::vector<float> naive = p.out;
-    run_kernel(p, true, t);
+// Largest |got - ref| beyond atol + rtol * |ref|, as a ratio (<= 1: agree).
+double worst_over_tolerance(const std::vector<float>& got, const std::vector<float>& ref, double atol,
+                            double rtol) {
     double worst = 0;
-    for (std::size_t i = 0; i < naive.size(); i++) {
-        const double err = std::fabs(double(p.out[i]) - naive[i]), tol = 2e-5 + 2e-4 * std::fabs(naive[i]);
+    for (std::size_t i = 0; i < ref.size(); i++) {
+        const double err = std::fabs(double(got[i]) - ref[i]), tol = atol + rtol * std::fabs(ref[i]);
         worst = std::max(worst, std::isfinite(err) ? err / tol : INFINITY);
     }
     return worst;
 }
+
+// The tiled kernel against the naive one on the same inputs.
+double disagreement(Problem& p, Tiles t) {
+    run_kernel(p, false, t);
+    const std::vector<float> naive = p.out;
+    run_kernel(p, true, t);
+    return worst_over_tolerance(p.out, naive, 2e-5, 2e-4);
+}
+
+// The queries and keys of the check: a prompt, a decode step, queries after a cache.
+const std::pair<int, int> kCheckShapes[] = {{300, 300}, {1, 1000}, {37, 501}};
+
+bool on_cpu(const Options& o) { return o.device != "cuda"; }
+bool on_gpu(const Options& o) { return o.device != "cpu"; }
 
 // --- [1] check ----------------------------------------------------------------------
 
 bool check_kernels(const Options& o, json& j) {
     std::printf("\n[1] your tiled kernel against the naive one (same inputs, atol 2e-5 + rtol 2e-4)\n");
     bool ok = true;
-    for (auto [T, S] : {std::pair{300, 300}, std::pair{1, 1000}, std::pair{37, 501}}) {
+    for (auto [T, S] : kCheckShapes) {
         Problem p = make_problem(o, T, S);
         const double worst = disagreement(p, o.tiles);
         ok = ok && worst <= 1;
         std::printf("  %4d queries over %4d keys: worst error / tolerance %.3f  %s\n", T, S, worst,
                     worst <= 1 ? "ok" : "MISMATCH");
         j.push_back({{"T", T}, {"S", S}, {"worst_over_tolerance", worst}, {"ok", worst <= 1}});
+    }
+    return ok;
+}
+
+// The problem's inputs as the GPU pair reads them: rounded to bf16 (kept in f32).
+Problem rounded_to_bf16(Problem p) {
+    for (std::vector<float>* v : {&p.q, &p.K, &p.V})
+        for (float& x : *v) x = bf16_to_f32(f32_to_bf16(x));
+    return p;
+}
+
+// The GPU pair against this CPU's naive kernel on the same bf16-rounded
+// inputs: the GPU's naive kernel sums in f32 as the CPU's does; the tiled one
+// also rounds its probabilities to bf16 for the tensor cores (2^-9 relative).
+bool check_gpu_pair(const Options& o, json& j) {
+    std::printf("\n[1] the GPU pair against the CPU naive kernel (inputs rounded to bf16 for all three; "
+                "naive atol 5e-5 + rtol 5e-4, tiled 1e-2 + 1e-2)\n");
+    bool ok = true;
+    for (auto [T, S] : kCheckShapes) {
+        Problem p = rounded_to_bf16(make_problem(o, T, S));
+        run_kernel(p, false, o.tiles);
+        const GpuPair g = run_gpu_pair(p.shape, p.q, p.K, p.V, 0, 1, 1);
+        const double naive = worst_over_tolerance(g.naive_out, p.out, 5e-5, 5e-4);
+        const double tiled = worst_over_tolerance(g.tiled_out, p.out, 1e-2, 1e-2);
+        const bool agree = naive <= 1 && tiled <= 1;
+        ok = ok && agree;
+        std::printf("  %4d queries over %4d keys: worst error / tolerance: GPU naive %.3f, GPU tiled %.3f  %s\n",
+                    T, S, naive, tiled, agree ? "ok" : "MISMATCH");
+        j.push_back({{"T", T}, {"S", S}, {"naive_worst_over_tolerance", naive},
+                     {"tiled_worst_over_tolerance", tiled}, {"ok", agree}});
     }
     return ok;
 }
@@ -143,6 +188,13 @@ struct Point {
     Stats naive, tiled;
     std::size_t naive_bytes, tiled_bytes;
 };
+
+// One length on the GPU: the same problem, the GPU pair.
+Point measure_gpu_point(const Options& o, int L, bool decode) {
+    const Problem p = make_problem(o, decode ? 1 : L, L);
+    const GpuPair g = run_gpu_pair(p.shape, p.q, p.K, p.V, o.warmup, o.repeats, decode ? o.decode_calls : 1);
+    return {L, g.naive_ms, g.tiled_ms, g.naive_bytes, g.tiled_bytes};
+}
 
 Point measure_point(const Options& o, int L, bool decode) {
     Problem p = make_problem(o, decode ? 1 : L, L);
@@ -175,19 +227,21 @@ void noise_note(const std::vector<Point>& pts) {
                     noisy, pts.size());
 }
 
-json sweep_lengths(const Options& o, const fs::path& dir, bool decode) {
-    const char* name = decode ? "decode" : "prefill";
-    std::printf("\n[%d] %s: %s, %d heads / %d KV heads, D = %d, tiles %d x %d (median of %d%s)\n", decode ? 3 : 2,
-                name, decode ? "one query over S cached keys" : "T = S queries, causal", o.heads, o.kv_heads,
-                o.head_dim, o.tiles.Br, o.tiles.Bc, o.repeats,
-                decode ? fmt::format(", {} calls each", o.decode_calls).c_str() : "");
+// One length sweep on the CPU or (gpu) the GPU; name.csv or name_gpu.csv.
+json sweep_lengths(const Options& o, const fs::path& dir, bool decode, bool gpu) {
+    const std::string name = std::string(decode ? "decode" : "prefill") + (gpu ? "_gpu" : "");
+    const Tiles tiles = gpu ? gpu_tiles() : o.tiles;
+    std::printf("\n[%d] %s%s: %s, %d heads / %d KV heads, D = %d, tiles %d x %d (median of %d%s)\n", decode ? 3 : 2,
+                decode ? "decode" : "prefill", gpu ? " on the GPU (bf16 inputs)" : "",
+                decode ? "one query over S cached keys" : "T = S queries, causal", o.heads, o.kv_heads, o.head_dim,
+                tiles.Br, tiles.Bc, o.repeats, decode ? fmt::format(", {} calls each", o.decode_calls).c_str() : "");
     std::printf("  %6s %11s %11s %13s %15s %15s\n", "S", "naive ms", "tiled ms", "naive/tiled", "naive scratch",
                 "tiled scratch");
     std::vector<Point> pts;
     json rows = json::array();
     for (int L : o.lengths) {
-        std::fprintf(stderr, "%s: length %d...\n", name, L);
-        const Point p = measure_point(o, L, decode);
+        std::fprintf(stderr, "%s: length %d...\n", name.c_str(), L);
+        const Point p = gpu ? measure_gpu_point(o, L, decode) : measure_point(o, L, decode);
         pts.push_back(p);
         std::printf("  %6d %11.3f %11.3f %12.2fx %15s %15s\n", L, p.naive.median, p.tiled.median,
                     p.naive.median / p.tiled.median, lab::human_bytes(double(p.naive_bytes)).c_str(),
@@ -198,8 +252,21 @@ json sweep_lengths(const Options& o, const fs::path& dir, bool decode) {
     }
     write_csv(dir / fmt::format("{}.csv", name), pts);
     noise_note(pts);
-    std::printf("  scratch is per thread (one head at a time): naive T x S floats, tiled Br x Bc floats + Br states\n");
+    if (gpu)
+        std::printf("  scratch: naive one head's T x S floats in GPU memory (every head's at once), tiled one "
+                    "block's shared memory\n  (Br queries of one head: bf16 tiles of Q, K, V, f32 scores and "
+                    "output, bf16 probabilities)\n");
+    else
+        std::printf("  scratch is per thread (one head at a time): naive T x S floats, tiled Br x Bc floats + Br "
+                    "states\n");
     return rows;
+}
+
+// The sweep on each device --device names: j[name] (CPU) and j[name_gpu].
+void sweep_devices(const Options& o, const fs::path& dir, bool decode, json& j) {
+    const std::string name = decode ? "decode" : "prefill";
+    if (on_cpu(o)) j[name] = sweep_lengths(o, dir, decode, false);
+    if (on_gpu(o)) j[name + "_gpu"] = sweep_lengths(o, dir, decode, true);
 }
 
 // --- [4] tile sizes ----------------------------------------------------------------------
@@ -227,9 +294,8 @@ json sweep_tiles(const Options& o, const fs::path& dir) {
 // --- options, main ------------------------------------------------------------------------
 
 void check_options(const Options& o) {
-    if (o.device != "cpu")
-        fail("--device {}: lab 14 runs its kernels on the host CPU only; gpu/dev has no flash-attention twin "
-             "yet. Use --device cpu", o.device);
+    if (o.device != "cpu" && o.device != "cuda" && o.device != "both")
+        fail("--device {}: use cpu, cuda or both", o.device);
     if (o.threads < 1) fail("--threads must be at least 1, got {}", o.threads);
     if (o.heads < 1 || o.kv_heads < 1 || o.heads % o.kv_heads)
         fail("--heads {} and --kv-heads {}: both at least 1, heads a multiple of kv-heads", o.heads, o.kv_heads);
@@ -248,20 +314,26 @@ void check_options(const Options& o) {
         fail("--lengths and --tile-length must be in 1 .. 16384 (the naive kernel's T x S scores grow as "
              "the square); got up to {}", longest);
     const double naive_gib = double(longest) * longest * 4 * std::min(o.threads, o.heads) / (1 << 30);
-    if (naive_gib > memory_gib() / 4)
+    if (on_cpu(o) && naive_gib > memory_gib() / 4)
         fail("the naive kernel would hold {:.1f} GiB of scores at length {} on {} threads, over a quarter of this "
              "machine's {:.0f} GiB: use shorter --lengths or fewer --threads", naive_gib, longest, o.threads,
              memory_gib());
 }
 
-json header(const Options& o, const fs::path& dir) {
+// card: the GPU's description, empty on --device cpu.
+json header(const Options& o, const fs::path& dir, const std::string& card) {
     std::printf("Lab 14: attention kernels, naive against tiled (online softmax)\n");
     std::printf("hardware %s, kernels %s\n", cpu_summary().c_str(), kernel_isa().c_str());
+    if (!card.empty()) std::printf("GPU      %s\n", card.c_str());
     std::printf("timing   CPU monotonic clock (std::chrono::steady_clock) around each call; the median of "
-                "--repeats runs\nresults  %s/ (CSV per sweep, plots drawn by plot.py)\n", dir.string().c_str());
+                "--repeats runs\n");
+    if (!card.empty())
+        std::printf("         GPU: CUDA events around each run of calls, read after the GPU reached the second\n");
+    std::printf("results  %s/ (CSV per sweep, plots drawn by plot.py)\n", dir.string().c_str());
     return {{"lab", "14-attention-kernels"}, {"hardware", cpu_summary()}, {"kernels", kernel_isa()},
-            {"threads", o.threads}, {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim},
-            {"Br", o.tiles.Br}, {"Bc", o.tiles.Bc}, {"warmup", o.warmup}, {"repeats", o.repeats}};
+            {"device", o.device}, {"gpu", card}, {"threads", o.threads}, {"heads", o.heads},
+            {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim}, {"Br", o.tiles.Br}, {"Bc", o.tiles.Bc},
+            {"warmup", o.warmup}, {"repeats", o.repeats}};
 }
 
 fs::path make_out_dir(const std::string& out) {
@@ -277,14 +349,19 @@ bool wants(const Options& o, const char* sweep) {
 
 int run(const Options& o) {
     check_options(o);
+    const std::string card = on_gpu(o) ? require_gpu_pair(o.head_dim) : "";
     omp_set_num_threads(o.threads);
     const fs::path dir = make_out_dir(o.out);
-    json j = header(o, dir);
-    j["check"] = json::array();
-    const bool ok = check_kernels(o, j["check"]);  // a missing exercise stops the lab here (exit 3)
-    if (wants(o, "prefill")) j["prefill"] = sweep_lengths(o, dir, false);
-    if (wants(o, "decode")) j["decode"] = sweep_lengths(o, dir, true);
-    if (wants(o, "tiles")) j["tiles"] = sweep_tiles(o, dir);
+    json j = header(o, dir, card);
+    bool ok = true;
+    if (on_cpu(o)) ok = check_kernels(o, j["check"]);  // a missing exercise stops the lab here (exit 3)
+    if (on_gpu(o)) ok = check_gpu_pair(o, j["check_gpu"]) && ok;
+    if (wants(o, "prefill")) sweep_devices(o, dir, false, j);
+    if (wants(o, "decode")) sweep_devices(o, dir, true, j);
+    if (wants(o, "tiles") && on_cpu(o)) j["tiles"] = sweep_tiles(o, dir);
+    if (wants(o, "tiles") && !on_cpu(o))
+        std::printf("\n[4] tile sizes: CPU only (the GPU kernel's tiles are compile-time constants); "
+                    "--device both runs it\n");
     if (!o.json.empty()) cli::write_json_file(o.json, j);
     lab::draw_plot("labs/track3/14-attention-kernels", dir, o.no_plot,
                    "prefill, decode and tiles, each .png and .svg");
@@ -308,7 +385,8 @@ void add_options(CLI::App& app, Options& o) {
     app.add_option("--decode-calls", o.decode_calls, "decode calls per timed run (one is too short to time)")
         ->capture_default_str();
     app.add_option("--seed", o.seed, "seed of the random q, K, V")->capture_default_str();
-    app.add_option("--device", o.device, "cpu (the only one: no GPU twin of these kernels yet)")->capture_default_str();
+    app.add_option("--device", o.device, "cpu, cuda (the GPU pair of gpu/attention_pair.cuh) or both")
+        ->capture_default_str();
     app.add_option("--out,-o", o.out, "folder for the CSV files and plots")->capture_default_str();
     app.add_option("--json", o.json, "also write every result here");
     app.add_flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
@@ -325,6 +403,7 @@ int main(int argc, char** argv) {
         "         max, sum and output (your tile_update), so only one tile of scores exists at a time\n"
         "[1] checks that they agree, [2] times both for prefill and [3] for decode against the length,\n"
         "with the scratch bytes each allocates, [4] times the tiled kernel for several tile sizes.\n"
+        "--device cuda or both: the same pair on the GPU (bf16 inputs; the tiled one on tensor cores).\n"
         "Defaults: lengths 256 .. 8192, 4 heads / 2 KV heads of 64, 2 threads; about a minute.",
         "14-attention-kernels");
     add_options(app, o);

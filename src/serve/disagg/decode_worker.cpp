@@ -1,15 +1,12 @@
 // The decode worker (workers.hpp): transfers land while it decodes; a landed
 // sequence joins the next batched decode step.
 #include <algorithm>
-#include <chrono>
 #include <list>
-#include <thread>
 #include <unordered_map>
 
 #include "common.hpp"
 #include "engine/sampler.hpp"
-#include "serve/disagg/workers.hpp"
-#include "serve/paged_serving_engine.hpp"
+#include "serve/disagg/worker_rank.hpp"
 
 namespace pd::serve::disagg {
 
@@ -29,37 +26,23 @@ struct Running {
     int id = 0, max_tokens = 0, produced = 0, last_token = 0;
 };
 
-class DecodeWorker {
+// Up to max_seqs sequences at once: its pool holds max_seqs requests.
+class DecodeWorker final : public WorkerRank {
 public:
     DecodeWorker(std::shared_ptr<const Model> model, const KvCodec& codec, const WorkerOptions& o)
-        : codec_(codec), opts_(o),
-          engine_(std::move(model), {o.block_size, o.max_seqs * ((o.max_len + o.block_size - 1) / o.block_size),
-                                     0, o.threads, false}) {}
-
-    void run() {
-        outbox_.send(std::vector<int>{}, 0, kReady);  // engine built: the router may start the clock
-        const double started = now_s();
-        for (;;) {
-            if (opts_.stall_after_s >= 0 && now_s() - started > opts_.stall_after_s)
-                for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // a hung rank, for the watchdog test
-            take_messages();
-            land_transfers();
-            outbox_.poll();
-            if (!running_.empty()) {
-                decode_step();
-            } else if (incoming_.empty() && probe(0, kStop) >= 0) {
-                receive_ints(0, kStop);
-                outbox_.drain(now_s() + 30);
-                return;
-            } else {
-                idle_pause();
-            }
-        }
-    }
+        : WorkerRank(std::move(model), codec, o, o.max_seqs) {}
 
 private:
+    void take_messages() override {
+        take_headers_and_tokens();
+        land_transfers();
+    }
+    bool has_work() const override { return !running_.empty(); }
+    void work() override { decode_step(); }
+    bool may_stop() const override { return incoming_.empty(); }
+
     // Headers post their receives at once; first tokens find their transfer.
-    void take_messages() {
+    void take_headers_and_tokens() {
         for (int src; (src = probe(MPI_ANY_SOURCE, kKvHeader)) >= 0;) start_transfer(src, receive_ints(src, kKvHeader));
         // A header and its token 1 can both arrive between the two loops: the
         // token then waits in early_tokens_ for the next call's header.
@@ -120,13 +103,13 @@ private:
 
     // One decode token per running sequence, one forward pass for all.
     void decode_step() {
-        work_.clear();
+        step_work_.clear();
         for (Running& r : running_) {
             if (!engine_.reserve(r.id, engine_.cached_len(r.id) + 1))
                 fail("the decode worker's pool ran out of blocks (internal error: it holds max_seqs full requests)");
-            work_.push_back({r.id, {&r.last_token, 1}, true});
+            step_work_.push_back({r.id, {&r.last_token, 1}, true});
         }
-        const float* logits = engine_.step(work_);
+        const float* logits = engine_.step(step_work_);
         const int vocab = engine_.config().vocab_size;
         for (std::size_t i = 0; i < running_.size(); i++) {
             running_[i].last_token = argmax(logits + i * std::size_t(vocab), vocab);
@@ -148,14 +131,10 @@ private:
         outbox_.send(std::vector<int>{r.id, r.last_token, finished(r) ? 1 : 0}, 0, kToken);
     }
 
-    const KvCodec& codec_;
-    WorkerOptions opts_;
-    PagedServingEngine engine_;
     std::list<Incoming> incoming_;
     std::unordered_map<int, int> early_tokens_;  // request -> token 1, its header not seen yet
     std::vector<Running> running_;
-    std::vector<SeqWork> work_;
-    Outbox outbox_;
+    std::vector<SeqWork> step_work_;
 };
 
 }  // namespace

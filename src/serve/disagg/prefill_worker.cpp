@@ -1,13 +1,10 @@
 // The prefill worker (workers.hpp): one prompt per forward pass, its KV sent
 // layer range by layer range from the layer hook.
-#include <chrono>
 #include <deque>
-#include <thread>
 
 #include "common.hpp"
 #include "engine/sampler.hpp"
-#include "serve/disagg/workers.hpp"
-#include "serve/paged_serving_engine.hpp"
+#include "serve/disagg/worker_rank.hpp"
 
 namespace pd::serve::disagg {
 
@@ -31,34 +28,22 @@ std::vector<int> header(const Job& j, int n_blocks, const std::vector<LayerRange
     return h;
 }
 
-class PrefillWorker {
+// One prompt at a time: its pool holds one request.
+class PrefillWorker final : public WorkerRank {
 public:
     PrefillWorker(std::shared_ptr<const Model> model, const KvCodec& codec, const WorkerOptions& o)
-        : codec_(codec), opts_(o),
-          engine_(std::move(model), {o.block_size, (o.max_len + o.block_size - 1) / o.block_size, 0,
-                                     o.threads, false}) {}
-
-    void run() {
-        outbox_.send(std::vector<int>{}, 0, kReady);  // engine built: the router may start the clock
-        const double started = now_s();
-        for (;;) {
-            if (opts_.stall_after_s >= 0 && now_s() - started > opts_.stall_after_s) stall();
-            while (probe(0, kRequest) >= 0) queue_.push_back(parse_request(receive_ints(0, kRequest)));
-            outbox_.poll();
-            if (!queue_.empty()) {
-                prefill(queue_.front());
-                queue_.pop_front();
-            } else if (probe(0, kStop) >= 0) {
-                receive_ints(0, kStop);
-                outbox_.drain(now_s() + 30);
-                return;
-            } else {
-                idle_pause();
-            }
-        }
-    }
+        : WorkerRank(std::move(model), codec, o, 1) {}
 
 private:
+    void take_messages() override {
+        while (probe(0, kRequest) >= 0) queue_.push_back(parse_request(receive_ints(0, kRequest)));
+    }
+    bool has_work() const override { return !queue_.empty(); }
+    void work() override {
+        prefill(queue_.front());
+        queue_.pop_front();
+    }
+
     // Runs the prompt; the hook posts each message of the plan when its last layer is done.
     void prefill(const Job& j) {
         const double start = now_s();
@@ -96,16 +81,7 @@ private:
         outbox_.send(std::vector<double>{double(j.id), start, end, first_send, bytes}, 0, kPrefillDone);
     }
 
-    // --stall-rank: this rank stops answering (as a hung process would) until the router aborts.
-    [[noreturn]] void stall() {
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-
-    const KvCodec& codec_;
-    WorkerOptions opts_;
-    PagedServingEngine engine_;
     std::deque<Job> queue_;
-    Outbox outbox_;
 };
 
 }  // namespace

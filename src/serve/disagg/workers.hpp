@@ -1,5 +1,6 @@
 // The two kinds of worker rank of a disaggregated run (wire.hpp has the
-// messages). Each owns a PagedServingEngine over the same model.
+// messages). Each owns a PagedServingEngine over the same model and lives in
+// the same loop from kReady to kStop (worker_rank.hpp).
 //
 // Prefill worker: takes requests from the router one at a time, runs each
 // whole prompt in ONE forward pass, and sends the sequence's KV blocks to the
