@@ -61,6 +61,31 @@ private:
     RunState state_;
 };
 
+// The paged cache's forward on the CPU: model.hpp's forward_batch with its run state.
+class CpuPagedForward final : public PagedForward {
+public:
+    explicit CpuPagedForward(std::shared_ptr<const Model> m)
+        : model_(std::move(m)), state_(make_run_state(model_->config, 64)) {  // 64 rows: most decode batches
+        cpu_weights(*model_);  // fails here, not in the first pass, on a model loaded for CUDA only
+    }
+    std::string hardware() const override { return cpu_summary(); }
+    const float* forward_batch(PagedKVCache& cache, std::span<const BatchItem> items,
+                               const LayerHook& on_layer) override {
+        return pd::forward_batch(*model_, cache, state_, items, on_layer);
+    }
+
+private:
+    std::shared_ptr<const Model> model_;
+    RunState state_;
+};
+
+// Refuses --device cuda where it cannot run this model, in one sentence.
+void check_cuda_usable(const Model& model) {
+    std::string why;
+    if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
+    if (is_int8(model.precision)) fail("int8 weights run on the CPU only: the CUDA backend has no int8 kernels yet");
+}
+
 }  // namespace
 
 bool cuda_available(std::string* why_not) {
@@ -75,14 +100,26 @@ bool cuda_available(std::string* why_not) {
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
     if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
     if (opts.device == Device::cuda) {
-        std::string why;
-        if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
-        if (is_int8(model->precision)) fail("int8 weights run on the CPU only: the CUDA backend has no int8 kernels yet");
+        check_cuda_usable(*model);
 #ifdef PDLAB_HAVE_CUDA
         return make_cuda_engine(std::move(model), opts);
 #endif
     }
     return std::make_unique<CpuEngine>(std::move(model), opts);
+}
+
+std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
+                                                 Device device) {
+    if (cache.k.empty() != (device == Device::cuda))
+        fail("internal error: a paged KV cache stored {} the host for a {} forward pass",
+             cache.k.empty() ? "off" : "on", device_name(device));
+    if (device == Device::cuda) {
+        check_cuda_usable(*model);
+#ifdef PDLAB_HAVE_CUDA
+        return make_cuda_paged_forward(std::move(model), cache);
+#endif
+    }
+    return std::make_unique<CpuPagedForward>(std::move(model));
 }
 
 }  // namespace pd
