@@ -172,7 +172,7 @@ card_steps() {
     gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
     step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
     step "attention_decode (1B shapes, 2048 cached, 16 layers)" 120 att_decode.log "$dev/attention_decode" \
-        --heads 32 --kv-heads 8 --len 2048 --layers 16 ${bw:+--bandwidth-gbs "$bw"}
+        --heads 32 --kv-heads 8 --len 2048 --layers 16 --repeats 5 ${bw:+--bandwidth-gbs "$bw"}
     step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
         --heads 16 --kv-heads 4 --len 2048 --tf32
 }
