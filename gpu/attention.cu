@@ -12,57 +12,155 @@ namespace {
 
 // --- decode ----------------------------------------------------------------------
 
-constexpr int kDecodeThreads = 128;  // 4 warps per (split, head, row)
+constexpr int kDecodeThreads = 128;  // 4 warps per (split, head group, row)
+constexpr int kLanesPerKey = 8;      // 8 lanes x 16 bytes share a key row: 4 keys per warp
 
 int decode_splits(int max_seq) { return (max_seq + kDecodeKeysPerSplit - 1) / kDecodeKeysPerSplit; }
 
-// Pass 1: one block per (split, head, row). Writes the split's unnormalised
-// output o (D floats) and its softmax statistics (max m, sum l).
-__global__ void decode_split_kernel(const float* q, int q_stride, KVLayer c, const int* slots,
-                                    const int* pos, int n_heads, int n_splits, float* part_o,
-                                    float* part_ml) {
-    extern __shared__ float smem[];
-    const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
+// Sum over the 8 lanes of a key group (lanes 8k .. 8k+7); every lane gets it.
+__device__ __forceinline__ float key_group_sum(float v) {
+    for (int o = kLanesPerKey / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+__device__ __forceinline__ void add_scaled(float4& acc, float w, float4 v) {
+    acc.x += w * v.x, acc.y += w * v.y, acc.z += w * v.z, acc.w += w * v.w;
+}
+
+// Shared memory of one split block, in floats, in this order:
+//   qs  (HPB, D)          the queries of its heads
+//   red (n_kg, HPB, D)    the value pass's per-key-group sums, n_kg = threads / (D/4)
+//   sc  (HPB, keys)       scores, then e^(score - m)
+//   blk (keys) ints       the split's block ids, read from the table once
+// Each part's size is a multiple of 4 floats, so every float4 stays aligned.
+// With D <= 128, n_kg x D <= 4 x threads = 512, so it is at most
+// 8 x (128 + 512) + 9 x 128 floats = 25 KiB: under the 48 KiB any card gives
+// a block without opting in.
+std::size_t decode_smem_floats(int hpb, int D) {
+    const int n_kg = kDecodeThreads / (D / 4);
+    return std::size_t(hpb) * D * (1 + n_kg) + std::size_t(hpb) * kDecodeKeysPerSplit + kDecodeKeysPerSplit;
+}
+
+// Pass 1: one block per (split, group of HPB query heads, row). Writes, per
+// head of the group, the split's unnormalised output o (D floats) and its
+// softmax statistics (max m, sum l). CPL = ceil(D / 32): the 16-byte chunks
+// each of a key's 8 lanes loads, a compile-time count so that a lane's loads
+// of one key, and of the next keys the unrolled loop brings, are all issued
+// before the arithmetic that waits for them.
+template <int HPB, int CPL>
+__global__ void __launch_bounds__(kDecodeThreads)
+    decode_split_kernel(const float* q, int q_stride, KVLayer c, const int* slots, const int* pos, int n_heads,
+                        int n_splits, float* part_o, float* part_ml) {
+    extern __shared__ float4 smem4[];
+    const int split = blockIdx.x, h0 = blockIdx.y * HPB, r = blockIdx.z;
     const int n_keys = pos[r] + 1;
     const int k0 = split * kDecodeKeysPerSplit;
     if (k0 >= n_keys) return;  // this split lies beyond the sequence: the merge skips it
     const int nk = min(kDecodeKeysPerSplit, n_keys - k0);
-    const int D = c.head_dim;
-    const int kv_h = h / (n_heads / c.n_kv_heads);
+    const int D = c.head_dim, D4 = D / 4, bs = c.block_size, b = slots[r];
+    const int kv_h = h0 / (n_heads / c.n_kv_heads);  // HPB divides the group: every head here shares it
+    const int n_kg = blockDim.x / D4;                // key groups of the value pass
     const float scale = 1.0f / sqrtf(float(D));
-    float* qs = smem;       // (D) the query
-    float* sc = smem + D;   // (kDecodeKeysPerSplit) scores, then probabilities
+    float* qs = reinterpret_cast<float*>(smem4);
+    float4* red = smem4 + HPB * D4;
+    float* sc = qs + std::size_t(HPB) * D * (1 + n_kg);
+    int* blk = reinterpret_cast<int*>(sc + HPB * kDecodeKeysPerSplit);
 
-    for (int d = threadIdx.x; d < D; d += blockDim.x) qs[d] = q[std::size_t(r) * q_stride + h * D + d];
+    // The queries, and the ids of the blocks that hold keys k0 .. k0+nk-1.
+    for (int i = threadIdx.x; i < HPB * D; i += blockDim.x)
+        qs[i] = q[std::size_t(r) * q_stride + std::size_t(h0) * D + i];
+    const int first_blk = k0 / bs, n_blk = (k0 + nk - 1) / bs - first_blk + 1;
+    for (int i = threadIdx.x; i < n_blk; i += blockDim.x)
+        blk[i] = c.table[std::size_t(b) * c.max_blocks + first_blk + i];
     __syncthreads();
+    // Offset of key s of this split (position k0 + s) in c.k / c.v.
+    auto key_row = [&](int s) {
+        const int p = k0 + s;
+        return c.tile(blk[p / bs - first_blk], kv_h) + std::size_t(p % bs) * D;
+    };
 
-    // Scores: each warp takes every n_warps-th key; its lanes split the dot product.
-    const float* K = c.k + c.row(slots[r], kv_h, k0);
+    // Scores: each warp takes 4 keys at a time, 8 lanes per key, each lane
+    // 16 bytes of the row per load; one key row is read once for all HPB heads.
+    // The loop bound is the same for a whole warp, so every lane reaches the shuffles.
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-    for (int s = warp; s < nk; s += n_warps) {
-        const float* kr = K + std::size_t(s) * D;
-        float dot = 0.0f;
-        for (int d = lane; d < D; d += kWarp) dot += qs[d] * kr[d];
-        dot = warp_sum(dot);
-        if (lane == 0) sc[s] = dot * scale;
+    const int sub = lane % kLanesPerKey, grp = lane / kLanesPerKey;
+    constexpr int kKeysPerWarp = kWarp / kLanesPerKey;
+    const float4* qs4 = smem4;
+#pragma unroll 2
+    for (int base = warp * kKeysPerWarp; base < nk; base += n_warps * kKeysPerWarp) {
+        const int s = base + grp;
+        // Loads first (predicated, no branch), then the dot products.
+        const float4* kr = reinterpret_cast<const float4*>(c.k + key_row(s < nk ? s : 0));
+        float4 kv[CPL];
+#pragma unroll
+        for (int j = 0; j < CPL; j++) {
+            const int i = sub + j * kLanesPerKey;
+            kv[j] = s < nk && i < D4 ? __ldg(kr + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+        float acc[HPB];
+#pragma unroll
+        for (int g = 0; g < HPB; g++) {
+            acc[g] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < CPL; j++) {
+                const int i = sub + j * kLanesPerKey;
+                if (i < D4) acc[g] += dot4(qs4[g * D4 + i], kv[j]);
+            }
+            acc[g] = key_group_sum(acc[g]);
+        }
+        if (s < nk && sub == 0) {
+#pragma unroll
+            for (int g = 0; g < HPB; g++) sc[g * kDecodeKeysPerSplit + s] = acc[g] * scale;
+        }
     }
     __syncthreads();
 
-    // Local softmax statistics over this split's keys (sc[] becomes the exps).
-    float m;
-    const float l = block_exp_sum(sc, nk, &m);
-
-    // Unnormalised output: o[d] = sum_s e^(score_s - m) v_s[d].
-    const float* V = c.v + c.row(slots[r], kv_h, k0);
-    const std::size_t part = (std::size_t(r) * n_heads + h) * n_splits + split;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int s = 0; s < nk; s++) acc += sc[s] * V[std::size_t(s) * D + d];
-        part_o[part * D + d] = acc;
+    // Local softmax statistics, one warp per head: sc[] becomes e^(score - m).
+    const std::size_t part0 = (std::size_t(r) * n_heads + h0) * n_splits + split;  // head h0's part
+    for (int g = warp; g < HPB; g += n_warps) {
+        float* p = sc + g * kDecodeKeysPerSplit;
+        float m = -INFINITY;
+        for (int s = lane; s < nk; s += kWarp) m = fmaxf(m, p[s]);
+        m = warp_max(m);
+        float l = 0.0f;
+        for (int s = lane; s < nk; s += kWarp) {
+            const float e = expf(p[s] - m);
+            p[s] = e;
+            l += e;
+        }
+        l = warp_sum(l);
+        if (lane == 0) {
+            const std::size_t part = part0 + std::size_t(g) * n_splits;
+            part_ml[part * 2] = m;
+            part_ml[part * 2 + 1] = l;
+        }
     }
-    if (threadIdx.x == 0) {
-        part_ml[part * 2] = m;
-        part_ml[part * 2 + 1] = l;
+    __syncthreads();
+
+    // Values: thread (kg, c4) sums 16 bytes (column c4) of every n_kg-th key
+    // for all HPB heads; then the key groups' sums are added up.
+    const int c4 = threadIdx.x % D4, kg = threadIdx.x / D4;
+    if (kg < n_kg) {
+        float4 acc[HPB];
+#pragma unroll
+        for (int g = 0; g < HPB; g++) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+        for (int s = kg; s < nk; s += n_kg) {
+            const float4 vv = __ldg(reinterpret_cast<const float4*>(c.v + key_row(s)) + c4);
+#pragma unroll
+            for (int g = 0; g < HPB; g++) add_scaled(acc[g], sc[g * kDecodeKeysPerSplit + s], vv);
+        }
+#pragma unroll
+        for (int g = 0; g < HPB; g++) red[(kg * HPB + g) * D4 + c4] = acc[g];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < HPB * D4; i += blockDim.x) {  // i = g * D4 + column
+        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int k = 0; k < n_kg; k++) add_scaled(sum, 1.0f, red[k * HPB * D4 + i]);
+        const int g = i / D4, col = i % D4;
+        reinterpret_cast<float4*>(part_o + (part0 + std::size_t(g) * n_splits) * D)[col] = sum;
     }
 }
 
@@ -90,14 +188,29 @@ template <typename Out>
 void decode_launch(Out* out, const float* q, int q_stride, KVLayer c, const int* slots, const int* pos,
                    int rows, int n_heads, float* scratch, cudaStream_t s) {
     if (rows <= 0) return;
-    PD_GPU_REQUIRE(c.n_kv_heads > 0 && n_heads % c.n_kv_heads == 0);
     const int D = c.head_dim, n_splits = decode_splits(c.max_seq);
+    PD_GPU_REQUIRE(c.n_kv_heads > 0 && n_heads % c.n_kv_heads == 0);
+    PD_GPU_REQUIRE(D % 4 == 0 && D <= kDecodeMaxHeadDim);
+    const int hpb = decode_heads_per_block(n_heads, c.n_kv_heads);
+    const int cpl = (D / 4 + kLanesPerKey - 1) / kLanesPerKey;
     float* part_o = scratch;
     float* part_ml = scratch + std::size_t(rows) * n_heads * n_splits * D;
-    const dim3 grid1(n_splits, n_heads, rows);
-    const std::size_t smem = sizeof(float) * (D + kDecodeKeysPerSplit);
-    decode_split_kernel<<<grid1, kDecodeThreads, smem, s>>>(q, q_stride, c, slots, pos, n_heads, n_splits,
-                                                            part_o, part_ml);
+    const dim3 grid1(n_splits, n_heads / hpb, rows);
+    const std::size_t smem = sizeof(float) * decode_smem_floats(hpb, D);
+    // The instance for (heads per block, chunks per lane): 8 x 4 of them.
+    switch (hpb * 8 + cpl) {
+#define PD_DECODE_CASE(H, C)                                                                                  \
+    case H * 8 + C:                                                                                           \
+        decode_split_kernel<H, C><<<grid1, kDecodeThreads, smem, s>>>(q, q_stride, c, slots, pos, n_heads,    \
+                                                                       n_splits, part_o, part_ml);            \
+        break;
+#define PD_DECODE_CASES(H) PD_DECODE_CASE(H, 1) PD_DECODE_CASE(H, 2) PD_DECODE_CASE(H, 3) PD_DECODE_CASE(H, 4)
+        PD_DECODE_CASES(1) PD_DECODE_CASES(2) PD_DECODE_CASES(3) PD_DECODE_CASES(4)
+        PD_DECODE_CASES(5) PD_DECODE_CASES(6) PD_DECODE_CASES(7) PD_DECODE_CASES(8)
+#undef PD_DECODE_CASES
+#undef PD_DECODE_CASE
+        default: PD_GPU_REQUIRE(hpb >= 1 && hpb <= kDecodeHeadsPerBlock && cpl >= 1 && cpl <= 4);
+    }
     PD_CUDA_LAUNCHED();
     const dim3 grid2(n_heads, rows);
     const int threads = D >= 128 ? 128 : (D + kWarp - 1) / kWarp * kWarp;
@@ -146,6 +259,13 @@ __global__ void causal_softmax_kernel(float* scores, int tc, int nk, int first_p
 
 }  // namespace
 
+int decode_heads_per_block(int n_heads, int n_kv_heads) {
+    const int group = n_heads / n_kv_heads;
+    int hpb = group < kDecodeHeadsPerBlock ? group : kDecodeHeadsPerBlock;
+    while (group % hpb != 0) hpb--;
+    return hpb;
+}
+
 std::size_t attention_decode_scratch(int rows, int n_heads, int max_seq, int head_dim) {
     return std::size_t(rows) * n_heads * decode_splits(max_seq) * (head_dim + 2);
 }
@@ -179,6 +299,7 @@ void attention_prefill(const Blas& blas, float* out, const float* q, int q_strid
     if (T <= 0) return;
     PD_GPU_REQUIRE(c.n_kv_heads > 0 && n_heads % c.n_kv_heads == 0);
     PD_GPU_REQUIRE(start >= 0 && start + T <= c.max_seq && b >= 0 && b < c.batch);
+    PD_GPU_REQUIRE(c.max_blocks == 1);  // each head's keys one (max_seq, D) matrix: the contiguous cache
     const cudaStream_t s = blas.stream();
     const int D = c.head_dim, out_stride = n_heads * D;
     const int chunk = attention_prefill_chunk(T, start, n_heads, budget_floats);
@@ -220,11 +341,12 @@ void attention_prefill_flash(std::uint16_t* out, const float* q, int q_stride, K
                              int T, int n_heads, cudaStream_t s) {
     if (T <= 0) return;
     PD_GPU_REQUIRE(start >= 0 && start + T <= c.max_seq && b >= 0 && b < c.batch);
+    PD_GPU_REQUIRE(c.max_blocks == 1);  // the contiguous cache: sequence b is block b
     // The T queries are the last T of the sequence's start + T cached positions;
     // KV head g's rows follow one another, max_seq rows apart from head g + 1's.
     const AttentionShape shape{T, start + T, n_heads, c.n_kv_heads, c.head_dim};
     const AttentionStrides strides{q_stride, n_heads * c.head_dim, std::size_t(c.max_seq) * c.head_dim};
-    tiled_attention(out, q, c.k + c.row(b, 0, 0), c.v + c.row(b, 0, 0), shape, strides, s);
+    tiled_attention(out, q, c.k + c.tile(b, 0), c.v + c.tile(b, 0), shape, strides, s);
 }
 
 }  // namespace pd::gpu

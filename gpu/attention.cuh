@@ -1,5 +1,6 @@
 // Causal self-attention against the device KV cache. Mirrors src/engine/attention.hpp
-// (the CPU twins: pd::attention_prefill and pd::attention_decode).
+// (the CPU twins: pd::attention_prefill, pd::attention_decode, and
+// pd::attention_paged for the paged cache's rows).
 //
 // Query head h reads KV head h / (n_heads / n_kv_heads): MHA, GQA and MQA in
 // one code path, as on the CPU.
@@ -21,18 +22,32 @@ namespace pd::gpu {
 
 // --- decode --------------------------------------------------------------------
 //
-// One query per sequence: row r belongs to sequence slots[r] at position
-// pos[r] and sees cached positions 0 .. pos[r] (slots, pos: device arrays).
+// One query per row: row r belongs to sequence slots[r] (a row of the cache's
+// block table) at position pos[r] and sees cached positions 0 .. pos[r]
+// (slots, pos: device arrays). Decode steps give one row per sequence; the
+// paged engine also runs its prefill chunks through it, one row per prompt
+// token, since every row's K/V is written before attention reads any.
 //
-// Split-K ("flash-decoding"): the keys are cut into blocks of
-// kDecodeKeysPerSplit; one thread block per (split, head, row) computes the
-// scores of its keys, their local softmax (max m, sum l) and the unnormalised
-// weighted sum of their values; a second kernel merges the splits of each
-// (row, head) exactly: out = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
-// Enough blocks to fill the GPU at batch 1, and the grid depends only on
-// max_seq, not on the positions, so a captured CUDA graph can replay it as
-// the cache grows.
-constexpr int kDecodeKeysPerSplit = 256;
+// Split-K ("flash-decoding") with GQA: the keys are cut into splits of
+// kDecodeKeysPerSplit positions; one thread block per (split, group of query
+// heads, row) reads each key and value of its split ONCE for all the query
+// heads it serves (up to kDecodeHeadsPerBlock of one KV head), 8 lanes per key
+// with 16-byte loads (4 keys per warp in flight), keeps the scores in shared
+// memory, and writes per head the split's softmax statistics (max m, sum l) and
+// its unnormalised weighted sum of values o. A second kernel merges the
+// splits of each (row, head) exactly:
+//   out = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
+// The grid depends only on max_seq, not on the positions, so a captured CUDA
+// graph can replay it as the cache grows. head_dim must be a multiple of 4
+// (16-byte rows) and at most kDecodeMaxHeadDim (a lane's chunks of a key are
+// a compile-time count, 1 to 4).
+constexpr int kDecodeKeysPerSplit = 128;
+constexpr int kDecodeHeadsPerBlock = 8;
+constexpr int kDecodeMaxHeadDim = 128;
+
+// Query heads one block serves: the largest divisor of the group size
+// n_heads / n_kv_heads that is at most kDecodeHeadsPerBlock.
+int decode_heads_per_block(int n_heads, int n_kv_heads);
 
 // Floats of scratch attention_decode needs.
 std::size_t attention_decode_scratch(int rows, int n_heads, int max_seq, int head_dim);
@@ -46,7 +61,9 @@ void attention_decode(std::uint16_t* out, const float* q, int q_stride, KVLayer 
 // --- prefill ---------------------------------------------------------------------
 //
 // T queries of sequence b at positions start .. start+T-1, whose K/V are
-// already in the cache; query i sees positions 0 .. start+i (causal).
+// already in the cache; query i sees positions 0 .. start+i (causal). The
+// GEMMs read each head's keys as one matrix, so this needs the contiguous
+// cache (one block per sequence); the paged engine's chunks use the decode kernel.
 //
 // Prefill is compute-bound, so it runs on cuBLAS: for a chunk of queries,
 //   S = Q K^T / sqrt(D)    one batched GEMM over all heads (pointer arrays pick

@@ -12,7 +12,7 @@
 #   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
 #        decode  ms/token <= 1.5 x (weight bytes / measured bandwidth)
 #        prefill FLOP/s   >= 0.5 x measured cuBLAS bf16 GEMM rate
-#   7. pdlab compare (CPU vs GPU side by side)
+#   7. pdlab compare (CPU vs GPU side by side); pdlab serve-sim on the paged engine
 #   8. labs 02 and 05 on both devices, side by side (what ./kit compare 02 / 05 print)
 # and prints one summary table and each step's time. Everything, summary
 # first, goes to the report file (default docs/gpu-results.md), headed by the
@@ -173,8 +173,8 @@ card_steps() {
     step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
     step "gemv_int8 (1B decode step's products, M = 1, group 64)" 120 gemv_int8.log "$dev/gemv_int8" \
         ${bw:+--bandwidth-gbs "$bw"}
-    step "attention_decode (1B shapes, 2048 cached)" 120 att_decode.log "$dev/attention_decode" \
-        --heads 32 --kv-heads 8 --len 2048
+    step "attention_decode (1B shapes, 2048 cached, 16 layers)" 120 att_decode.log "$dev/attention_decode" \
+        --heads 32 --kv-heads 8 --len 2048 --layers 16 --repeats 5 ${bw:+--bandwidth-gbs "$bw"}
     step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
         --heads 16 --kv-heads 4 --len 2048 --tf32
     # Lab 14's GPU pair (naive scores in memory, flash on tensor cores), 256 .. 8192 tokens.
@@ -227,6 +227,10 @@ if [ "$gpu_visible" -eq 1 ]; then
     # 7. CPU vs GPU.
     step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m \
         --precision bf16 -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
+    # Track 2 on the GPU: the paged engine (block tables, prefix cache, mixed steps) on a trace.
+    step "serve-sim paged on cuda" 180 serve_sim.log "$pdlab" serve-sim --device cuda --engine paged \
+        --model synthetic:bench-llama-125m --quiet --seed 7 --rate 8 --num-requests 32 --shared-prefix-fraction 0.5 \
+        --prefix-len 256 --prompt-len fixed:64 --output-len fixed:32 --ignore-eos --max-seqs 16
     lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
     lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
 else

@@ -22,6 +22,7 @@
 #include "ops.cuh"
 #include "sampler.cuh"
 #include "engine/bf16_convert.hpp"
+#include "paged_rows.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/ops.hpp"
 #include "engine/quantize.hpp"
@@ -92,9 +93,14 @@ bool enabled_by_env(const char* name) {
     return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
 }
 
-class CudaEngine final : public Engine {
+// A CudaEngine serves either track 1 (Engine: the contiguous cache of
+// opts.batch sequences) or, given a pool, track 2 (PagedForward: device K/V
+// for the pool's blocks); make_cuda_engine and make_cuda_paged_forward hand
+// out the one interface that fits its cache.
+class CudaEngine final : public Engine, public PagedForward {
 public:
-    CudaEngine(std::shared_ptr<const Model> m, const EngineOptions& o) : model_(std::move(m)) {
+    CudaEngine(std::shared_ptr<const Model> m, const EngineOptions& o, const PagedKVCache* pool = nullptr)
+        : model_(std::move(m)) {
         if (!model_->serves.cuda)
             fail("this model was loaded for the CPU only, so its row-major matrices were released once "
                  "packed for the CPU (weights.hpp) and there is nothing to upload: load it with "
@@ -102,8 +108,19 @@ public:
         const Config& c = model_->config;
         PD_CUDA(cudaSetDevice(0));
         PD_CUDA(cudaGetDeviceProperties(&prop_, 0));
-        const int S = o.max_seq > 0 ? std::min(o.max_seq, c.max_seq_len) : c.max_seq_len;
-        check_memory(o.batch, S);
+        const int S = pool ? pool->max_seq : o.max_seq > 0 ? std::min(o.max_seq, c.max_seq_len) : c.max_seq_len;
+        if (c.head_dim % 4 != 0 || c.head_dim > gpu::kDecodeMaxHeadDim)
+            fail("the CUDA decode attention reads K/V rows 16 bytes at a time, up to {} floats: a head_dim of {} "
+                 "runs on the CPU only (--device cpu)",
+                 gpu::kDecodeMaxHeadDim, c.head_dim);
+        if (pool)
+            check_memory(gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size,
+                                              pool->total_blocks()),
+                         fmt::format("{} blocks of {} positions", pool->total_blocks(), pool->block_size),
+                         peak_paged_run_state_bytes(std::min(S, pool->total_blocks()), S), S);
+        else
+            check_memory(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, std::size_t(o.batch) * S, sizeof(float)),
+                         fmt::format("batch {} x {} positions", o.batch, S), peak_run_state_bytes(o.batch, S), S);
         try {
             PD_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
             PD_CUDA(cudaEventCreate(&ev_start_));
@@ -111,9 +128,11 @@ public:
             blas_ = std::make_unique<gpu::Blas>(stream_);
             upload_model();
             upload_rope(S);
-            cache_ = gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim);
+            cache_ = pool ? gpu::make_device_paged_kv_cache(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size,
+                                                            pool->total_blocks(), S)
+                          : gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
-            use_graphs_ = enabled_by_env("PDLAB_CUDA_GRAPHS");
+            use_graphs_ = !pool && enabled_by_env("PDLAB_CUDA_GRAPHS");  // a paged step's rows and tables change every time
             PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
         } catch (...) {
             release();  // the destructor does not run for a half-built object
@@ -222,6 +241,35 @@ public:
 
     const Model& host_model() const override { return *model_; }
 
+    // The paged cache's step: every row is one query through the block
+    // tables (the decode kernel; a prefill chunk's rows see each other since
+    // all K/V are written first), so prefill chunks and decode tokens share
+    // one pass and one kernel. No CUDA graph: rows and tables change every step.
+    const float* forward_batch(PagedKVCache& pool, std::span<const BatchItem> items,
+                               const LayerHook& on_layer) override {
+        if (on_layer)
+            fail("a layer hook reads K/V in host memory, and this paged engine keeps them on the GPU "
+                 "(disaggregated serving, lab 09, runs on the CPU)");
+        check_batch(model_->config, pool, items);
+        gpu::lay_out_paged_rows(paged_, pool, items, cache_.max_blocks());
+        const int rows = int(paged_.token.size());
+        gpu::ForwardArgs a;
+        a.phase = gpu::Phase::decode;
+        a.rows = rows;
+        a.n_kept = std::max(paged_.n_logits, 1);  // none asked: the last row's, never read
+        a.first_kept = rows - a.n_kept;
+        gpu::ensure_run_state(st_, dm_, rows, a.n_kept, cache_.max_seq);
+        rows_token_.assign(paged_.token.begin(), paged_.token.end());
+        rows_slot_.assign(paged_.slot.begin(), paged_.slot.end());
+        rows_pos_.assign(paged_.pos.begin(), paged_.pos.end());
+        stage_rows(rows);
+        gpu::set_block_tables(cache_, paged_.tables, int(items.size()), stream_);
+        gpu::forward(dm_, cache_, st_, *blas_, a);
+        const float* logits = fetch_logits(a.n_kept);
+        for (const BatchItem& it : items) it.table->len += int(it.tokens.size());
+        return logits;
+    }
+
 private:
     struct Graph {
         cudaGraphExec_t exec = nullptr;
@@ -287,32 +335,32 @@ private:
     }
 
     // The engine's peak on the device, counted before anything is allocated:
-    // the weights, the KV cache and rotary tables, the run state at its
-    // largest (a prefill of S tokens: activations for S rows and its score
-    // scratch; one row of logits per sequence) and the cuBLAS workspace. A
-    // prefill keeping every position's logits (Keep::all) needs (S, vocab)
-    // floats more, allocated when it comes.
-    void check_memory(int batch, int S) const {
+    // the weights, the KV cache (kv bytes, described by kv_shape) and rotary
+    // tables, the run state at its largest (run_state bytes) and the cuBLAS
+    // workspace.
+    void check_memory(std::size_t kv, const std::string& kv_shape, std::size_t run_state, int S) const {
         const Config& c = model_->config;
         std::size_t free_b = 0, total_b = 0;
         PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
         const double weights = double(weight_bytes_on_device());
         const std::size_t rope = c.family == Family::llama ? std::size_t(S) * c.head_dim * sizeof(float) : 0;
-        const double cache = double(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim,
-                                             std::size_t(batch) * S, sizeof(float)) + rope);
-        const double work = double(peak_run_state_bytes(batch, S) + gpu::kBlasWorkspaceBytes);
+        const double cache = double(kv + rope);
+        const double work = double(run_state + gpu::kBlasWorkspaceBytes);
         const double need = weights + cache + work;
         if (need > double(free_b))
             fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
-                 "for batch {} x {} positions, activations, attention scratch and cuBLAS workspace "
-                 "{:.2f} GiB) but {} has {:.2f} GiB free: try --precision bf16, a smaller --batch or a "
-                 "shorter context",
-                 need / kGiB, weights / kGiB, cache / kGiB, batch, S, work / kGiB, prop_.name,
+                 "for {}, activations, attention scratch and cuBLAS workspace "
+                 "{:.2f} GiB) but {} has {:.2f} GiB free: try --precision bf16, a smaller --batch, fewer "
+                 "KV blocks or a shorter context",
+                 need / kGiB, weights / kGiB, cache / kGiB, kv_shape, work / kGiB, prop_.name,
                  double(free_b) / kGiB);
     }
 
-    // Bytes of the run state after a prefill of S tokens and a decode of
-    // `batch` rows: the largest ensure_run_state makes it (Keep::last).
+    // Bytes of the contiguous cache's run state after a prefill of S tokens
+    // (activations for S rows and its score scratch) and a decode of `batch`
+    // rows (one row of logits per sequence): the largest ensure_run_state
+    // makes it with Keep::last. A prefill keeping every position's logits
+    // (Keep::all) needs (S, vocab) floats more, allocated when it comes.
     std::size_t peak_run_state_bytes(int batch, int S) const {
         const Config& c = model_->config;
         const std::size_t scratch =
@@ -320,6 +368,15 @@ private:
                      gpu::attention_decode_scratch(batch, c.n_heads, S, c.head_dim));
         return gpu::run_state_bytes(device_shape(c), model_->precision != Precision::f32,
                                     std::max(S, batch), batch, scratch);
+    }
+
+    // The paged cache's: a step of S rows (a whole context's chunk), each a
+    // query of the decode kernel, and logits for `sequences` rows (one per
+    // live sequence, each of which holds a block).
+    std::size_t peak_paged_run_state_bytes(int sequences, int S) const {
+        const Config& c = model_->config;
+        return gpu::run_state_bytes(device_shape(c), model_->precision == Precision::bf16, S, sequences,
+                                    gpu::attention_decode_scratch(S, c.n_heads, S, c.head_dim));
     }
 
     // f32 weights with a tied head: the head is the embedding, keep one copy.
@@ -512,6 +569,7 @@ private:
     gpu::pinned_vector<int> rows_token_, rows_slot_, rows_pos_;
     gpu::DeviceBuffer<int> d_next_;                        // decode_greedy's argmax per row
     gpu::pinned_vector<int> h_next_;                       // ... and its host copy
+    gpu::PagedRows paged_;                                 // paged: this step's rows and block tables
     float* h_logits_ = nullptr;                            // pinned host memory for the logits
     std::size_t h_logits_cap_ = 0;
     std::map<int, Graph> graphs_;                          // decode step graph per batch size
@@ -524,6 +582,13 @@ bool cuda_device_present(std::string* why_not) {
     const Presence& p = presence();
     if (!p.present && why_not) *why_not = p.why_not;
     return p.present;
+}
+
+std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Model> model,
+                                                      const PagedKVCache& pool) {
+    EngineOptions o;
+    o.device = Device::cuda;  // o.batch = 1: the run state's first size, before the first step grows it
+    return std::make_unique<CudaEngine>(std::move(model), o, &pool);
 }
 
 std::string cuda_device_summary() {

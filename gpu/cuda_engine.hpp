@@ -21,6 +21,12 @@ bool cuda_device_present(std::string* why_not = nullptr);
 // checked the options and that a GPU is present.
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts);
 
+// The paged serving engine's forward on GPU 0 (engine.hpp's PagedForward):
+// uploads the weights as make_cuda_engine does and allocates device K/V for
+// every block of `pool` (whose host vectors stay empty).
+std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Model> model,
+                                                      const PagedKVCache& pool);
+
 // "NVIDIA H200 (132 SMs, 139.8 GiB, compute capability 9.0)"; empty without a GPU.
 std::string cuda_device_summary();
 

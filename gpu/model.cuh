@@ -95,6 +95,9 @@ enum class Phase { prefill, decode };
 
 // What one forward pass works on. The per-row token / slot / pos must already
 // be in st.token / st.slot / st.pos (device).
+// Phase::decode runs every row as one query of sequence st.slot[r] (a row of
+// the cache's block table) at st.pos[r]: decode steps, and the paged
+// engine's mixed steps (prefill chunks and decode tokens in one pass).
 struct ForwardArgs {
     Phase phase = Phase::prefill;
     int rows = 0;         // tokens in this pass

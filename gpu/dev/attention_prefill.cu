@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
 
     {
         pd::gpu::Blas blas(nullptr);  // the default stream, which the timing events use
-        pd::gpu::KVLayer layer{K, V, 1, Hkv, T, D};
+        int* identity = dev::to_device(std::vector<int>{0});  // one sequence, one block of T positions
+        pd::gpu::KVLayer layer{K, V, identity, 1, 1, T, Hkv, T, D};
         const std::size_t n = pd::gpu::attention_prefill_scratch(T, 0, H);
         float* scratch = nullptr;
         DEV_CHECK(cudaMalloc(&scratch, n * sizeof(float)));
@@ -281,6 +282,7 @@ int main(int argc, char** argv) {
                         pd::gpu::attention_prefill(blas, out, q, H * D, layer, 0, 0, T, H, scratch, tf32);
                     });
         cudaFree(scratch);
+        cudaFree(identity);
     }
 
     const pd::gpu::AttentionShape shape{T, T, H, Hkv, D};

@@ -62,6 +62,24 @@ private:
     RunState state_;
 };
 
+// The paged cache's forward on the CPU: model.hpp's forward_batch with its run state.
+class CpuPagedForward final : public PagedForward {
+public:
+    explicit CpuPagedForward(std::shared_ptr<const Model> m)
+        : model_(std::move(m)), state_(make_run_state(model_->config, 64)) {  // 64 rows: most decode batches
+        cpu_weights(*model_);  // fails here, not in the first pass, on a model loaded for CUDA only
+    }
+    std::string hardware() const override { return cpu_summary(); }
+    const float* forward_batch(PagedKVCache& cache, std::span<const BatchItem> items,
+                               const LayerHook& on_layer) override {
+        return pd::forward_batch(*model_, cache, state_, items, on_layer);
+    }
+
+private:
+    std::shared_ptr<const Model> model_;
+    RunState state_;
+};
+
 }  // namespace
 
 void Engine::decode_greedy(std::span<const int> slots, std::span<const int> tokens, std::span<int> next) {
@@ -91,6 +109,21 @@ std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const En
 #endif
     }
     return std::make_unique<CpuEngine>(std::move(model), opts);
+}
+
+std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
+                                                 Device device) {
+    if (cache.k.empty() != (device == Device::cuda))
+        fail("internal error: a paged KV cache stored {} the host for a {} forward pass",
+             cache.k.empty() ? "off" : "on", device_name(device));
+    if (device == Device::cuda) {
+        std::string why;
+        if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
+#ifdef PDLAB_HAVE_CUDA
+        return make_cuda_paged_forward(std::move(model), cache);
+#endif
+    }
+    return std::make_unique<CpuPagedForward>(std::move(model));
 }
 
 }  // namespace pd

@@ -62,6 +62,29 @@ public:
 // take turns (see model.hpp).
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts);
 
+// The device half of the paged serving engine (track 2,
+// serve/paged_serving_engine.hpp). The host keeps the pool's bookkeeping in
+// PagedKVCache (block allocator, block tables, prefix cache) on either
+// device; K and V live where the forward pass runs: the CPU's in cache.k /
+// cache.v, the GPU's in device memory with the same block ids (the host
+// vectors stay empty).
+class PagedForward {
+public:
+    virtual ~PagedForward() = default;
+    virtual std::string hardware() const = 0;
+    // forward_batch (model.hpp) on this device: one pass over `items`, their
+    // K/V written through their tables, table->len advanced; returns the
+    // logits of the items that ask, in order, (n_logits, vocab) in host
+    // memory. on_layer sees the K/V in cache.k / cache.v: the CPU only.
+    virtual const float* forward_batch(PagedKVCache& cache, std::span<const BatchItem> items,
+                                       const LayerHook& on_layer) = 0;
+};
+
+// `cache` is the pool the device will hold, made by make_paged_kv_cache with
+// its storage on the host for Device::cpu and off it for Device::cuda.
+std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
+                                                 Device device);
+
 // Whether this build has the CUDA backend and a GPU is present right now.
 bool cuda_available(std::string* why_not = nullptr);
 

@@ -77,10 +77,10 @@ KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
 }
 
 PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks,
-                                 const BlockPoolFactory& make_pool) {
+                                 const BlockPoolFactory& make_pool, bool on_host) {
     const Config& c = m.config;
     PagedKVCache cache = make_paged_kv_cache(c.n_layers, c.n_kv_heads, c.head_dim, block_size, total_blocks,
-                                             c.max_seq_len, make_pool);
+                                             c.max_seq_len, make_pool, on_host);
     fill_rope_tables(cache, c, c.max_seq_len);
     return cache;
 }
@@ -287,9 +287,8 @@ static int lay_out_batch(const Config& c, const PagedKVCache& cache, RunState& s
     return rows;
 }
 
-// Refuses what cannot run: no tokens, ids outside the vocabulary, a sequence
-// past the context or named twice (its rows would write the same positions).
-static void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items) {
+// A sequence named twice would have its rows write the same positions.
+void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items) {
     for (auto it = items.begin(); it != items.end(); ++it) {
         if (it->tokens.empty()) fail("a batch item with no tokens: each brings a chunk or one decode token");
         check_tokens(c, it->tokens);

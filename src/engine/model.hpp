@@ -104,9 +104,10 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
                     std::span<const int> tokens);
 
 // A paged cache of `total_blocks` blocks of `block_size` positions for this
-// model, with the rotary tables of its whole context.
+// model, with the rotary tables of its whole context. on_host = false: K and
+// V are left to a GPU (paged_kv_cache.hpp).
 PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks,
-                                 const BlockPoolFactory& make_pool = {});
+                                 const BlockPoolFactory& make_pool = {}, bool on_host = true);
 
 // One sequence's share of a mixed batch.
 struct BatchItem {
@@ -118,6 +119,10 @@ struct BatchItem {
 // Called with l once layer l's K/V of every row are in the cache, before
 // layer l+1 starts (lab 09 sends a prefill's KV layer by layer from here).
 using LayerHook = std::function<void(int layer)>;
+
+// Refuses what forward_batch cannot run (UserError): no tokens, ids outside
+// the vocabulary, a sequence past the context or named twice.
+void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items);
 
 // One forward pass over every item (each sequence at most once): writes their
 // K/V through their block tables and advances table->len. Returns the logits

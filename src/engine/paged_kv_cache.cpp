@@ -11,7 +11,8 @@
 namespace pd {
 
 PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int block_size,
-                                 int total_blocks, int max_seq, const BlockPoolFactory& make_pool) {
+                                 int total_blocks, int max_seq, const BlockPoolFactory& make_pool,
+                                 bool on_host) {
     if (block_size < 1) fail("a block size of {} positions: give at least 1 (16 is the usual)", block_size);
     if (total_blocks < 1)
         fail("a paged KV cache of {} blocks cannot hold a single position: give at least 1 block "
@@ -20,12 +21,14 @@ PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int
     c.n_layers = n_layers, c.n_kv_heads = n_kv_heads, c.head_dim = head_dim;
     c.block_size = block_size, c.max_seq = max_seq;
     // Before anything is allocated, the allocator's lists included.
-    check_fits_in_memory(c.bytes_per_block() * std::size_t(total_blocks),
-                         fmt::format("a paged KV cache of {} blocks x {} positions", total_blocks, block_size),
-                         "ask for fewer blocks (or fewer KV bytes)");
+    if (on_host)
+        check_fits_in_memory(c.bytes_per_block() * std::size_t(total_blocks),
+                             fmt::format("a paged KV cache of {} blocks x {} positions", total_blocks, block_size),
+                             "ask for fewer blocks (or fewer KV bytes)");
     c.blocks = make_pool ? make_pool(total_blocks) : std::make_unique<BlockAllocator>(total_blocks);
     if (!c.blocks || c.blocks->total() != total_blocks)
         fail("internal error: the block pool factory did not make a pool of {} blocks", total_blocks);
+    if (!on_host) return c;
     const std::size_t n = std::size_t(n_layers) * total_blocks * c.block_stride();
     c.k.assign(n, 0.0f);
     c.v.assign(n, 0.0f);
@@ -53,6 +56,7 @@ bool paged_reserve(PagedKVCache& c, BlockTable& t, int len) {
 
 // Every layer's K and V of block `from` into block `to`.
 static void copy_block(PagedKVCache& c, int from, int to) {
+    if (c.k.empty()) fail("internal error: copy on write of a block stored on a GPU (only the CPU truncates)");
     for (int l = 0; l < c.n_layers; l++) {
         std::memcpy(paged_key_tile(c, l, to, 0), paged_key_tile(c, l, from, 0), sizeof(float) * c.block_stride());
         std::memcpy(paged_value_tile(c, l, to, 0), paged_value_tile(c, l, from, 0), sizeof(float) * c.block_stride());

@@ -30,8 +30,10 @@ struct BlockTable {
 struct PagedKVCache {
     int n_layers = 0, n_kv_heads = 0, head_dim = 0, block_size = 0;
     int max_seq = 0;        // positions one sequence may reach (the model's context)
-    std::vector<float> k;   // (layer, block, kv_head, block_size, head_dim)
-    std::vector<float> v;   // (layer, block, kv_head, block_size, head_dim)
+    // (layer, block, kv_head, block_size, head_dim); empty when the blocks
+    // are stored on a GPU (the CUDA engine holds them there, engine.hpp's PagedForward).
+    std::vector<float> k;
+    std::vector<float> v;
     // Which blocks are free, held, parked: the engine's BlockAllocator unless
     // make_paged_kv_cache was given another pool (lab 07). On the heap, so a
     // prefix index may keep a reference while the cache moves.
@@ -50,9 +52,11 @@ struct PagedKVCache {
 
 // Refuses (UserError) a zero block size or block count, or a pool larger than
 // the memory available, before allocating it. `make_pool` makes the block
-// bookkeeping; empty: the engine's BlockAllocator.
+// bookkeeping; empty: the engine's BlockAllocator. on_host = false: the
+// bookkeeping only, K and V stay empty (a GPU stores them and checks its memory).
 PagedKVCache make_paged_kv_cache(int n_layers, int n_kv_heads, int head_dim, int block_size,
-                                 int total_blocks, int max_seq, const BlockPoolFactory& make_pool = {});
+                                 int total_blocks, int max_seq, const BlockPoolFactory& make_pool = {},
+                                 bool on_host = true);
 
 // Blocks that hold `len` positions.
 inline int blocks_for(const PagedKVCache& c, int len) { return (len + c.block_size - 1) / c.block_size; }

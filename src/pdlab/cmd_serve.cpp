@@ -11,12 +11,10 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "measure/hardware.hpp"
 #include "serve/batching_worker.hpp"
 #include "serve/http_server.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/serial_worker.hpp"
-#include "serve/slot_serving_engine.hpp"
 
 namespace pd::cli {
 
@@ -144,18 +142,14 @@ Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics&
     // A request's positions (prompt + output): --max-seq when given, else the model's context.
     const int model_context = s.loaded.model->config.max_seq_len;
     const int context = o.common.max_seq > 0 ? std::min(o.common.max_seq, model_context) : model_context;
-    if (o.common.device == "cpu") {
-        serve::PagedOptions p;
-        p.block_size = o.block_size;
-        p.threads = o.common.threads;
-        p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks : default_kv_blocks(s.loaded.model->config, o, context);
-        b.serving = serve::make_paged_serving_engine(s.loaded.model, p);
-        b.hardware = cpu_summary();
-    } else {
-        start_engine(s, o.common, o.limits.max_seqs, context);
-        b.serving = std::make_unique<serve::SlotServingEngine>(*s.engine, o.block_size);
-        b.hardware = s.engine->hardware();
-    }
+    serve::PagedOptions p;
+    p.device = parse_device(o.common.device);
+    p.block_size = o.block_size;
+    p.threads = o.common.threads;
+    p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks : default_kv_blocks(s.loaded.model->config, o, context);
+    auto paged = serve::make_paged_serving_engine(s.loaded.model, p);
+    b.hardware = paged->hardware();
+    b.serving = std::move(paged);
     b.context = context;
     b.hardware += fmt::format(", continuous batching of up to {} requests, {} KV blocks of {}",
                               o.limits.max_seqs, b.serving->total_blocks(), b.serving->block_size());

@@ -10,7 +10,6 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "measure/hardware.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
 #include "serve/slot_serving_engine.hpp"
@@ -166,8 +165,6 @@ void check_engine_flags(const ServeSimOptions& o) {
     if (o.engine != "paged" && o.engine != "slot") fail("--engine \"{}\": use paged or slot", o.engine);
     if (o.engine == "slot" && (o.kv_blocks > 0 || o.kv_mb > 0))
         fail("--kv-blocks and --kv-mb size the paged KV cache: use them with --engine paged");
-    if (o.engine == "paged" && o.common.device != "cpu")
-        fail("--engine paged runs on the CPU only; use --engine slot with --device {}", o.common.device);
 }
 
 // The engine the scheduler drives (--engine slot: it borrows s.engine).
@@ -187,8 +184,11 @@ Serving make_serving(Session& s, const ServeSimOptions& o, long long longest, in
         out.engine = std::make_unique<serve::SlotServingEngine>(*s.engine, o.block_size);
         return out;
     }
-    out.engine = serve::make_paged_serving_engine(s.loaded.model, paged_options(o, std::min<long long>(longest, context)));
-    out.hardware = cpu_summary();
+    serve::PagedOptions p = paged_options(o, std::min<long long>(longest, context));
+    p.device = parse_device(o.common.device);
+    auto paged = serve::make_paged_serving_engine(s.loaded.model, p);
+    out.hardware = paged->hardware();
+    out.engine = std::move(paged);
     return out;
 }
 

@@ -35,9 +35,10 @@ static std::unique_ptr<PrefixIndex> make_prefix_index(const PagedOptions& o, Blo
 
 PagedServingEngine::PagedServingEngine(std::shared_ptr<const Model> model, const PagedOptions& opts)
     : model_(std::move(model)), prefix_caching_(opts.prefix_caching),
-      cache_(make_paged_kv_cache(*model_, opts.block_size, pool_blocks(model_->config, opts), opts.make_block_pool)),
+      cache_(make_paged_kv_cache(*model_, opts.block_size, pool_blocks(model_->config, opts), opts.make_block_pool,
+                                 /*on_host=*/opts.device == Device::cpu)),
       prefix_(make_prefix_index(opts, *cache_.blocks, cache_.block_size)),
-      st_(make_run_state(model_->config, 64)) {  // 64 rows before the first growth: most decode batches
+      forward_(make_paged_forward(model_, cache_, opts.device)) {
     if (opts.threads > 0) omp_set_num_threads(opts.threads);
     items_.reserve(64);
 }
@@ -102,10 +103,15 @@ void PagedServingEngine::close(int seq) {
 
 int PagedServingEngine::cached_len(int seq) const { return live(seq).table.len; }
 
+PagedKVCache& PagedServingEngine::kv_cache() {
+    if (cache_.k.empty()) fail("this paged engine keeps its K/V on the GPU: moving sequences between engines runs on the CPU");
+    return cache_;
+}
+
 const float* PagedServingEngine::step(std::span<const SeqWork> work) {
     items_.clear();
     for (const SeqWork& w : work) items_.push_back({&live(w.seq).table, w.tokens, w.logits});
-    const float* logits = forward_batch(*model_, cache_, st_, items_, layer_hook_);
+    const float* logits = forward_->forward_batch(cache_, items_, layer_hook_);
     for (const SeqWork& w : work) {
         Sequence& s = live(w.seq);
         s.tokens.insert(s.tokens.end(), w.tokens.begin(), w.tokens.end());

@@ -3,7 +3,9 @@
 // that grows a block at a time; full blocks are offered to the prefix cache,
 // so a request starting like an earlier one attaches that one's blocks
 // instead of recomputing them; a step is ONE forward pass (forward_batch)
-// over every sequence's chunk or decode token.
+// over every sequence's chunk or decode token. The bookkeeping is on the host
+// on either device; K/V and the forward pass are on PagedOptions::device
+// (engine.hpp's PagedForward).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/engine.hpp"
 #include "engine/model.hpp"
 #include "engine/prefix_index.hpp"
 #include "serve/serving_engine.hpp"
@@ -27,6 +30,7 @@ struct PagedOptions {
     // (BlockAllocator, PrefixCache). Lab 07 plugs the student's in here.
     BlockPoolFactory make_block_pool = {};
     PrefixIndexFactory make_prefix_index = {};
+    Device device = Device::cpu;  // where K/V live and the forward passes run (engine.hpp's PagedForward)
 };
 
 // Bytes of K/V live sequences hold (blocks) against what they fill (positions);
@@ -51,18 +55,19 @@ public:
     const float* step(std::span<const SeqWork> work) override;
 
     KvMemoryUse memory_use() const;
+    std::string hardware() const { return forward_->hardware(); }
     std::size_t bytes_per_block() const { return cache_.bytes_per_block(); }
 
-    // For moving a sequence between engines (lab 09, disaggregated serving).
+    // For moving a sequence between engines (lab 09, disaggregated serving; CPU only).
     // The pool itself, and the blocks of a live sequence in position order.
-    PagedKVCache& kv_cache() { return cache_; }
+    PagedKVCache& kv_cache();
     const BlockTable& block_table(int seq) const { return live(seq).table; }
     // Starts `seq` as if `tokens` had been computed here: blocks for all of
     // them, table.len = tokens.size(). The caller writes their K/V into the
     // returned table's blocks before the next step. Null, with nothing
     // allocated, when the pool lacks the blocks.
     const BlockTable* adopt(int seq, std::span<const int> tokens);
-    // Called after every layer of the following steps (model.hpp's LayerHook); {} for none.
+    // Called after every layer of the following steps (model.hpp's LayerHook; CPU only); {} for none.
     void set_layer_hook(LayerHook hook) { layer_hook_ = std::move(hook); }
 
 private:
@@ -79,7 +84,7 @@ private:
     bool prefix_caching_;
     PagedKVCache cache_;
     std::unique_ptr<PrefixIndex> prefix_;  // refers to *cache_.blocks: declared after it
-    RunState st_;
+    std::unique_ptr<PagedForward> forward_;  // holds K/V on its device and runs the steps
     std::unordered_map<int, Sequence> seqs_;
     std::vector<BatchItem> items_;  // (work items) the step's batch, reused
     LayerHook layer_hook_;

@@ -7,11 +7,11 @@
 //   SlotServingEngine  : over pd::Engine's contiguous cache (one slot per
 //                        sequence, a block is bookkeeping only, no prefix
 //                        cache); runs a step as one prefill per chunk and one
-//                        decode for the decode rows. The baseline, and what
-//                        the CUDA backend serves until it has a paged cache.
+//                        decode for the decode rows. The baseline
+//                        (serve-sim --engine slot).
 //   PagedServingEngine : the paged KV cache (blocks, block tables, reference
 //                        counts, hash-chained prefix cache) and one forward
-//                        pass for the whole step.
+//                        pass for the whole step, on the CPU or the GPU.
 // Both give the same logits for the same work.
 #pragma once
 

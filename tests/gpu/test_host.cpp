@@ -1,7 +1,8 @@
 // gpu.host: the CPU-side parts of the GPU track, which run everywhere (with or
 // without the CUDA backend, with or without a GPU): the arithmetic check.sh
 // judges the two targets with, the query chunking of prefill attention, the
-// flash kernel's shared memory, and the device seam's answer when no GPU can be used.
+// flash kernel's shared memory, the decode kernel's head grouping, the host
+// layout of a paged step, and the device seam's answer when no GPU can be used.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -19,6 +20,7 @@
 #include "cuda_engine.hpp"
 #include "matmul.cuh"
 #include "model.cuh"
+#include "paged_rows.hpp"
 #endif
 
 using namespace pd;
@@ -99,6 +101,11 @@ TEST_CASE("gpu.host.seam_without_gpu") {
         CHECK(msg.find("--device cuda is not available") != std::string::npos);
         CHECK(msg.find(why) != std::string::npos);
     }
+    // The paged serving engine's device half says the same.
+    const PagedKVCache off_host = make_paged_kv_cache(*lm.model, 4, 8, {}, /*on_host=*/false);
+    CHECK(off_host.k.empty());
+    CHECK_THROWS_WITH_AS(make_paged_forward(lm.model, off_host, Device::cuda),
+                         doctest::Contains("--device cuda is not available"), UserError);
 #ifdef PDLAB_HAVE_CUDA
     CHECK(cuda_device_summary().empty());
     CHECK_FALSE(cuda_device_present());
@@ -115,9 +122,43 @@ TEST_CASE("gpu.host.prefill_chunking") {
     // Scratch: 6 pointer arrays rounded to 256 bytes, then heads x chunk x keys floats.
     CHECK(gpu::attention_prefill_scratch(2048, 0, 32) == 384 + std::size_t(32) * 1024 * 2048);
     CHECK(gpu::attention_prefill_scratch(300, 1000, 8, 5 * 8 * 1300) == 128 + std::size_t(8) * 5 * 1300);
-    // Decode: splits of 256 keys; partial outputs plus (max, sum) per split.
-    CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 16 * 66);
+    // Decode: splits of 128 keys; partial outputs plus (max, sum) per split.
+    CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 32 * 66);
     CHECK(gpu::attention_decode_scratch(1, 8, 1, 64) == std::size_t(8) * 1 * 66);
+}
+
+TEST_CASE("gpu.host.decode_heads_per_block") {
+    // A block serves a whole GQA group of up to 8 query heads (reading each key once for all of them),
+    // else the largest divisor of the group that is at most 8.
+    CHECK(gpu::decode_heads_per_block(32, 8) == 4);   // llama-1b
+    CHECK(gpu::decode_heads_per_block(8, 8) == 1);    // MHA
+    CHECK(gpu::decode_heads_per_block(8, 1) == 8);    // MQA
+    CHECK(gpu::decode_heads_per_block(9, 3) == 3);    // bench-llama-125m: GQA 3
+    CHECK(gpu::decode_heads_per_block(32, 1) == 8);
+    CHECK(gpu::decode_heads_per_block(12, 1) == 6);
+    CHECK(gpu::decode_heads_per_block(11, 1) == 1);
+}
+
+// The host layout of a paged step on the GPU: rows in item order, except the
+// last row of each item that wants logits, which go to the end in item
+// order; slots name the item (its row of the table); tables padded with 0.
+TEST_CASE("gpu.host.paged_rows_layout") {
+    PagedKVCache pool = make_paged_kv_cache(1, 1, 4, /*block_size=*/4, /*total_blocks=*/16, /*max_seq=*/16);
+    BlockTable a{{7, 2}, 3}, b{{5}, 0}, c{{1, 9, 4}, 9};
+    const std::vector<int> ta = {11, 12}, tb = {20, 21, 22}, tc = {30};
+    const std::vector<BatchItem> items = {{&a, ta, true}, {&b, tb, false}, {&c, tc, true}};
+    gpu::PagedRows r;
+    gpu::lay_out_paged_rows(r, pool, items, /*max_blocks=*/4);
+    CHECK(r.token == std::vector<int>{11, 20, 21, 22, 12, 30});
+    CHECK(r.slot == std::vector<int>{0, 1, 1, 1, 0, 2});
+    CHECK(r.pos == std::vector<int>{3, 0, 1, 2, 4, 9});
+    CHECK(r.n_logits == 2);
+    CHECK(r.tables == std::vector<int>{7, 2, 0, 0, 5, 0, 0, 0, 1, 9, 4, 0});
+    // A sequence without room for its tokens is the engine's error, said as such.
+    BlockTable short_table{{3}, 3};
+    const std::vector<BatchItem> over = {{&short_table, ta, true}};
+    CHECK_THROWS_WITH_AS(gpu::lay_out_paged_rows(r, pool, over, 4), doctest::Contains("internal error"),
+                         std::exception);
 }
 #endif
 

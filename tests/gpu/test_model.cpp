@@ -1,7 +1,9 @@
 // gpu.model: the whole model on the GPU against the CPU engine, through the
 // device seam (make_engine with Device::cuda vs Device::cpu): logits of
 // prefill (every position), of decode steps, of chunked prefill and batched
-// decode, and the greedy token ids of generate(). Needs a GPU.
+// decode, and the greedy token ids of generate(); the paged serving engine
+// on both devices (mixed steps, a shared prefix). Needs a GPU.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 #include "engine/generate.hpp"
 #include "engine/sampler.hpp"
 #include "io/model_source.hpp"
+#include "serve/paged_serving_engine.hpp"
 
 using namespace pd;
 using namespace pd::test;
@@ -148,6 +151,69 @@ TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
             }
             CHECK(e.gpu->cache_len(0) == T + 6 + 4);
             CHECK(e.gpu->cache_len(1) == 20 + 4);
+        }
+}
+
+// The paged serving engine on both devices, driven by one script: a prompt
+// in two chunks, a second request sharing its first two blocks (a prefix
+// hit, the shared block read by both), then mixed steps in which one
+// sequence brings a chunk while the other decodes, and decode steps of
+// both. Block size 8: lengths end mid-block. Each step's next tokens come
+// from the CPU's logits and go to both engines.
+TEST_CASE("gpu.model.paged_serving_matches_cpu") {
+    for (const char* spec : kModels)
+        for (Precision p : {Precision::f32, Precision::bf16}) {
+            INFO(spec << " " << precision_name(p));
+            auto lm = load_model(spec, p, false, kBoth);
+            const int V = lm.model->config.vocab_size;
+            const float tol = tol_for(p);
+            serve::PagedOptions o;
+            o.block_size = 8;
+            o.total_blocks = 40;
+            auto cpu = serve::make_paged_serving_engine(lm.model, o);
+            o.device = Device::cuda;
+            auto gpu = serve::make_paged_serving_engine(lm.model, o);
+            auto step = [&](std::vector<serve::SeqWork> work, int n_logits, const std::string& what) {
+                for (const serve::SeqWork& w : work) {
+                    const int len = cpu->cached_len(w.seq) + int(w.tokens.size());
+                    REQUIRE(cpu->reserve(w.seq, len));
+                    REQUIRE(gpu->reserve(w.seq, len));
+                }
+                auto c = copy(cpu->step(work), n_logits, V);
+                auto g = copy(gpu->step(work), n_logits, V);
+                if (n_logits > 0) check_close(g, c, tol, tol, what);
+                return c;
+            };
+            auto argmax = [&](const std::vector<float>& l, int row) {
+                return int(std::max_element(l.begin() + std::size_t(row) * V, l.begin() + std::size_t(row + 1) * V) -
+                           (l.begin() + std::size_t(row) * V));
+            };
+            auto a = some_tokens(21, V, 4);
+            CHECK(cpu->open(0, a) == 0);
+            CHECK(gpu->open(0, a) == 0);
+            step({{0, {a.data(), 13}, false}}, 0, "prompt's first chunk, no logits");
+            auto l = step({{0, {a.data() + 13, 8}, true}}, 1, "prompt's second chunk");
+            // The second prompt starts with a's first 16 tokens: two cached blocks.
+            auto b = a;
+            b.resize(16);
+            for (int t : some_tokens(11, V, 5)) b.push_back(t);
+            CHECK(cpu->open(1, b) == 16);
+            CHECK(gpu->open(1, b) == 16);
+            std::vector<int> next0 = {argmax(l, 0)};
+            l = step({{1, {b.data() + 16, 6}, false}, {0, next0, true}}, 1, "mixed: chunk without logits + decode");
+            next0 = {argmax(l, 0)};
+            l = step({{0, next0, true}, {1, {b.data() + 22, 5}, true}}, 2, "mixed: decode + last chunk");
+            std::vector<int> next1 = {argmax(l, 1)};
+            next0 = {argmax(l, 0)};
+            for (int i = 0; i < 5; i++) {
+                l = step({{1, next1, true}, {0, next0, true}}, 2, fmt::format("decode step {}", i));
+                next1 = {argmax(l, 0)}, next0 = {argmax(l, 1)};
+            }
+            CHECK(gpu->cached_len(0) == cpu->cached_len(0));
+            CHECK(gpu->cached_len(1) == 27 + 5);
+            CHECK(gpu->free_blocks() == cpu->free_blocks());
+            gpu->close(0), cpu->close(0);
+            gpu->close(1), cpu->close(1);
         }
 }
 
