@@ -180,6 +180,11 @@ card_steps() {
     # Lab 14's GPU pair (naive scores in memory, flash on tensor cores), 256 .. 8192 tokens.
     step "lab 14 on cuda" 180 lab14_cuda.log "$build/labs/track3/14-attention-kernels/14-attention-kernels" \
         --device cuda --sweeps prefill,decode --no-plot --out "$tmp/lab14" --json "$tmp/lab14_cuda.json"
+    # Lab 13 with tiny on the GPU, where a step is launch-bound and k + 1 verify rows
+    # should cost about one: the 1.5x speculation target of issue #17 (on the CPU the
+    # tiny model sits in L3 and each extra row costs its arithmetic).
+    step "lab 13 on cuda" 180 lab13_cuda.log "$build/labs/track3/13-speculative-decoding/13-speculative-decoding" \
+        --device cuda --no-plot --out "$tmp/lab13" --json "$tmp/lab13_cuda.json"
 }
 
 # 5. Benchmarks. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
@@ -263,6 +268,7 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
         [ -s "$tmp/lab${n}_compare.log" ] || continue
         printf '```\n%s\n```\n\n' "$(cat "$tmp/lab${n}_compare.log")"
     done
+    [ -s "$tmp/lab13_cuda.log" ] && printf '```\n%s\n```\n\n' "$(tail -n 20 "$tmp/lab13_cuda.log")"
     [ -s "$tmp/lab14_cuda.log" ] && printf '```\n%s\n```\n\n' "$(grep -v '^prefill_gpu: \|^decode_gpu: ' "$tmp/lab14_cuda.log")"
     [ -f "$tmp/alerts.md" ] && cat "$tmp/alerts.md" && echo
     echo "Steps failed: $failed. Steps skipped for the ${budget} s budget: $over_budget. Total time: $(( $(date +%s) - started )) s."

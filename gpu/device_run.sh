@@ -47,6 +47,7 @@ targets=(
     tests/gpu/gpu_tests tests/gpu/gpu_host_tests tests/gpu/gpu_pair_tests
     labs/track1/02-prefill-and-decode/02-prefill-and-decode
     labs/track1/05-length-and-batch/05-length-and-batch
+    labs/track3/13-speculative-decoding/13-speculative-decoding
     labs/track3/14-attention-kernels/14-attention-kernels
 )
 
