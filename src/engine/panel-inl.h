@@ -19,7 +19,9 @@ namespace HWY_NAMESPACE {
 
 constexpr int kVecs = kPanel / kLanes;  // vectors per panel row
 
-// Each kernel step asks for the weights 2 KiB ahead of the bytes it reads now.
+// The bf16 and int8 kernels ask, at each step, for the weights 2 KiB ahead of
+// the bytes they read now (f32's kernel does not: with it, f32 got slower at 1
+// thread, 1.15x -> 1.33-1.41x its floor; see docs/performance.md).
 // Why: a decode product streams its panels once, front to back, and the work
 // per cache line (a few loads, converts and multiply-adds) leaves too few lines
 // in flight for the hardware prefetcher alone. On Zen 3 (AVX2, 2026-12-03,
