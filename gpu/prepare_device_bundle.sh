@@ -26,14 +26,19 @@ cd "$(dirname "$0")/.." || exit 2
 # runtime libraries) and what those need at run time beyond a CUDA image:
 # libdnnl2 loads libOpenCL. libgomp1 and libpcre2-8-0 come along in case the
 # machine lacks them; python3 (for meson and lab_compare.py) is assumed there.
+# cpp-httplib (pdlab serve, built into pdlab) names openssl, zlib and brotli in
+# its pkg-config file, so their -dev packages must be there for the configure
+# to find it, and their libraries for the link.
 packages=(
     meson ninja-build pkgconf pkgconf-bin libpkgconf3
     libfmt-dev libfmt9 nlohmann-json3-dev libcli11-dev doctest-dev
     libhwy-dev libhwy1 libdnnl-dev libdnnl2 ocl-icd-libopencl1
     libpcre2-dev libpcre2-8-0 libgomp1
+    libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1
 )
-# Left visible in the dry run: this machine's own tools (gcc, grep) need them.
-keep_visible=(libgomp1 libpcre2-8-0 libpkgconf3)
+# Left visible in the dry run: this machine's own tools (gcc, grep, python3,
+# git) need them.
+keep_visible=(libgomp1 libpcre2-8-0 libpkgconf3 libssl3 zlib1g libbrotli1)
 carry_limit=$((64 << 20))
 
 say() { echo "prepare_device_bundle: $*" >&2; }
