@@ -92,7 +92,8 @@ bundle_env() {
     export PKG_CONFIG="$prefix/usr/bin/pkgconf"
     export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$prefix/usr/share/pkgconfig"
     export PKG_CONFIG_SYSROOT_DIR="$prefix"
-    export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
+    # The multiarch folder too: openssl's headers include opensslconf.h from it.
+    export CPATH="$prefix/usr/include:$prefix/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
     export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
     export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     command -v nvcc >/dev/null 2>&1 || export PATH="$PATH:/usr/local/cuda/bin"
