@@ -24,7 +24,7 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     GenerateResult res;
     res.prompt_ids.assign(prompt.begin(), prompt.end());
     Sampler sampler = make_sampler(opts.sampler, c.vocab_size);
-    const bool greedy = opts.sampler.temperature == 0.0f;  // sample() would take the argmax
+    const bool greedy = is_greedy(opts.sampler);
     const int slot = opts.slot;
     engine.reset(slot);
     std::vector<int> seq(prompt.begin(), prompt.end());  // every token so far (for no-cache mode)

@@ -41,7 +41,7 @@ void rank_top_k(const float* logits, int n, int k, std::span<int> order) {
 }
 
 int sample(Sampler& s, const float* logits, int n) {
-    if (s.cfg.temperature == 0.0f) return argmax(logits, n);
+    if (is_greedy(s.cfg)) return argmax(logits, n);
     // Candidates: the top-k ids by logit (all when top_k is 0), best first.
     int k = s.cfg.top_k > 0 ? std::min(s.cfg.top_k, n) : n;
     rank_top_k(logits, n, k, s.order);

@@ -36,6 +36,10 @@ int argmax(const float* logits, int n);
 // order: (n); only order[0..k) is written.
 void rank_top_k(const float* logits, int n, int k, std::span<int> order);
 
+// Whether sample() takes the argmax (temperature 0): callers that know it
+// can ask the engine for the token alone (Engine::decode_greedy).
+inline bool is_greedy(const SamplerConfig& s) { return s.temperature == 0.0f; }
+
 // The next token: argmax when temperature is 0, else a draw from
 // softmax(logits / temperature) restricted to the top-k ids and then to the
 // smallest set whose probability reaches top-p.

@@ -248,7 +248,7 @@ SpeculativeResult speculative_generate(Engine& target, Engine& draft, std::span<
     check_speculation(target, draft, prompt.size(), opts);
     check_tokens(target.config(), prompt);
     validate(opts.sampler);
-    const bool greedy = opts.sampler.temperature == 0.0f;
+    const bool greedy = is_greedy(opts.sampler);
     AcceptRule chosen = rule ? rule : (greedy ? AcceptRule(greedy_accept) : AcceptRule(sampling_accept));
     Run r{target, draft, opts, std::move(chosen), on_token, Rng(opts.sampler.seed),
           target.config().vocab_size, greedy, 0, {}, {}, {}, {}, {}, {}};
