@@ -620,6 +620,8 @@ std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Mode
     return std::make_unique<CudaEngine>(std::move(model), o, &pool);
 }
 
+std::size_t cuda_kv_elem_bytes() { return gpu::kv_elem_bytes(kv_precision_by_env()); }
+
 std::string cuda_device_summary() {
     if (!cuda_device_present()) return {};
     cudaDeviceProp prop{};

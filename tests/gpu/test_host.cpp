@@ -7,6 +7,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "common.hpp"
@@ -213,6 +214,21 @@ TEST_CASE("gpu.host.attention_scratch") {
     CHECK(gpu::attention_scratch_floats(c, true, 2048, 2048, 2048, 0) == 0);
     for (bool flash : {false, true})
         CHECK(gpu::attention_scratch_floats(c, flash, 4, 4096) == gpu::attention_decode_scratch(4, 32, 4096, 64));
+}
+
+// The element size a paged pool's KV byte budget (--kv-mb) is divided by:
+// PDLAB_CUDA_KV picks it for the GPU (read without one), the CPU keeps f32,
+// and a value it does not know is the user's error.
+TEST_CASE("gpu.host.kv_elem_bytes") {
+    unsetenv("PDLAB_CUDA_KV");
+    CHECK(kv_elem_bytes(Device::cpu) == 4);
+    CHECK(kv_elem_bytes(Device::cuda) == 4);
+    setenv("PDLAB_CUDA_KV", "bf16", 1);
+    CHECK(kv_elem_bytes(Device::cuda) == 2);
+    CHECK(kv_elem_bytes(Device::cpu) == 4);
+    setenv("PDLAB_CUDA_KV", "fp8", 1);
+    CHECK_THROWS_WITH_AS(kv_elem_bytes(Device::cuda), doctest::Contains("not a KV cache precision"), UserError);
+    unsetenv("PDLAB_CUDA_KV");
 }
 
 // A pool's K and V: 2 x layers x blocks x KV heads x positions x head_dim
