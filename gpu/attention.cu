@@ -29,6 +29,20 @@ __device__ __forceinline__ void add_scaled(float4& acc, float w, float4 v) {
     acc.x += w * v.x, acc.y += w * v.y, acc.z += w * v.z, acc.w += w * v.w;
 }
 
+// Elements 4i .. 4i+3 of a cached row as floats: one 16-byte load of f32, or
+// one 8-byte load of bf16 (a bf16 is the top half of its f32, so widening is
+// a shift). Rows start at multiples of head_dim elements and head_dim % 4 == 0,
+// so both loads are aligned; a bf16 key's 8 lanes then read 64 bytes of it per
+// load instead of 128, the same count of loads for half the bytes.
+__device__ __forceinline__ float4 load4(const float* row, int i) {
+    return __ldg(reinterpret_cast<const float4*>(row) + i);
+}
+__device__ __forceinline__ float4 load4(const __nv_bfloat16* row, int i) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(row) + i);
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
+                       __uint_as_float(u.y & 0xffff0000u));
+}
+
 // Shared memory of one split block, in floats, in this order:
 //   qs  (HPB, D)          the queries of its heads
 //   red (n_kg, HPB, D)    the value pass's per-key-group sums, n_kg = threads / (D/4)
@@ -45,14 +59,15 @@ std::size_t decode_smem_floats(int hpb, int D) {
 
 // Pass 1: one block per (split, group of HPB query heads, row). Writes, per
 // head of the group, the split's unnormalised output o (D floats) and its
-// softmax statistics (max m, sum l). CPL = ceil(D / 32): the 16-byte chunks
-// each of a key's 8 lanes loads, a compile-time count so that a lane's loads
+// softmax statistics (max m, sum l). CPL = ceil(D / 32): the 4-element chunks
+// (16 bytes of f32, 8 of bf16) each of a key's 8 lanes loads, a compile-time count so that a lane's loads
 // of one key, and of the next keys the unrolled loop brings, are all issued
-// before the arithmetic that waits for them.
-template <int HPB, int CPL>
+// before the arithmetic that waits for them. T: the cache's element type
+// (float or __nv_bfloat16); K, V: the layer's keys and values in it.
+template <int HPB, int CPL, typename T>
 __global__ void __launch_bounds__(kDecodeThreads)
-    decode_split_kernel(const float* q, int q_stride, KVLayer c, const int* slots, const int* pos, int n_heads,
-                        int n_splits, float* part_o, float* part_ml) {
+    decode_split_kernel(const float* q, int q_stride, KVLayer c, const T* K, const T* V, const int* slots,
+                        const int* pos, int n_heads, int n_splits, float* part_o, float* part_ml) {
     extern __shared__ float4 smem4[];
     const int split = blockIdx.x, h0 = blockIdx.y * HPB, r = blockIdx.z;
     const int n_keys = pos[r] + 1;
@@ -75,7 +90,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int i = threadIdx.x; i < n_blk; i += blockDim.x)
         blk[i] = c.table[std::size_t(b) * c.max_blocks + first_blk + i];
     __syncthreads();
-    // Offset of key s of this split (position k0 + s) in c.k / c.v.
+    // Offset of key s of this split (position k0 + s) in K / V.
     auto key_row = [&](int s) {
         const int p = k0 + s;
         return c.tile(blk[p / bs - first_blk], kv_h) + std::size_t(p % bs) * D;
@@ -92,12 +107,12 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int base = warp * kKeysPerWarp; base < nk; base += n_warps * kKeysPerWarp) {
         const int s = base + grp;
         // Loads first (predicated, no branch), then the dot products.
-        const float4* kr = reinterpret_cast<const float4*>(c.k + key_row(s < nk ? s : 0));
+        const T* kr = K + key_row(s < nk ? s : 0);
         float4 kv[CPL];
 #pragma unroll
         for (int j = 0; j < CPL; j++) {
             const int i = sub + j * kLanesPerKey;
-            kv[j] = s < nk && i < D4 ? __ldg(kr + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            kv[j] = s < nk && i < D4 ? load4(kr, i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
         float acc[HPB];
 #pragma unroll
@@ -148,7 +163,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
         for (int g = 0; g < HPB; g++) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
         for (int s = kg; s < nk; s += n_kg) {
-            const float4 vv = __ldg(reinterpret_cast<const float4*>(c.v + key_row(s)) + c4);
+            const float4 vv = load4(V + key_row(s), c4);
 #pragma unroll
             for (int g = 0; g < HPB; g++) add_scaled(acc[g], sc[g * kDecodeKeysPerSplit + s], vv);
         }
@@ -184,25 +199,22 @@ __global__ void decode_merge_kernel(Out* out, const int* pos, int n_heads, int D
     }
 }
 
-template <typename Out>
-void decode_launch(Out* out, const float* q, int q_stride, KVLayer c, const int* slots, const int* pos,
-                   int rows, int n_heads, float* scratch, cudaStream_t s) {
-    if (rows <= 0) return;
-    const int D = c.head_dim, n_splits = decode_splits(c.max_seq);
-    PD_GPU_REQUIRE(c.n_kv_heads > 0 && n_heads % c.n_kv_heads == 0);
-    PD_GPU_REQUIRE(D % 4 == 0 && D <= kDecodeMaxHeadDim);
+// The split pass for the cache's element type T: the instance for (heads per
+// block, chunks per lane), 8 x 4 of them.
+template <typename T>
+void decode_split_launch(const float* q, int q_stride, KVLayer c, const T* K, const T* V, const int* slots,
+                         const int* pos, int rows, int n_heads, int n_splits, float* part_o, float* part_ml,
+                         cudaStream_t s) {
+    const int D = c.head_dim;
     const int hpb = decode_heads_per_block(n_heads, c.n_kv_heads);
     const int cpl = (D / 4 + kLanesPerKey - 1) / kLanesPerKey;
-    float* part_o = scratch;
-    float* part_ml = scratch + std::size_t(rows) * n_heads * n_splits * D;
     const dim3 grid1(n_splits, n_heads / hpb, rows);
     const std::size_t smem = sizeof(float) * decode_smem_floats(hpb, D);
-    // The instance for (heads per block, chunks per lane): 8 x 4 of them.
     switch (hpb * 8 + cpl) {
 #define PD_DECODE_CASE(H, C)                                                                                  \
     case H * 8 + C:                                                                                           \
-        decode_split_kernel<H, C><<<grid1, kDecodeThreads, smem, s>>>(q, q_stride, c, slots, pos, n_heads,    \
-                                                                       n_splits, part_o, part_ml);            \
+        decode_split_kernel<H, C><<<grid1, kDecodeThreads, smem, s>>>(q, q_stride, c, K, V, slots, pos,       \
+                                                                       n_heads, n_splits, part_o, part_ml);   \
         break;
 #define PD_DECODE_CASES(H) PD_DECODE_CASE(H, 1) PD_DECODE_CASE(H, 2) PD_DECODE_CASE(H, 3) PD_DECODE_CASE(H, 4)
         PD_DECODE_CASES(1) PD_DECODE_CASES(2) PD_DECODE_CASES(3) PD_DECODE_CASES(4)
@@ -212,6 +224,22 @@ void decode_launch(Out* out, const float* q, int q_stride, KVLayer c, const int*
         default: PD_GPU_REQUIRE(hpb >= 1 && hpb <= kDecodeHeadsPerBlock && cpl >= 1 && cpl <= 4);
     }
     PD_CUDA_LAUNCHED();
+}
+
+template <typename Out>
+void decode_launch(Out* out, const float* q, int q_stride, KVLayer c, const int* slots, const int* pos,
+                   int rows, int n_heads, float* scratch, cudaStream_t s) {
+    if (rows <= 0) return;
+    const int D = c.head_dim, n_splits = decode_splits(c.max_seq);
+    PD_GPU_REQUIRE(c.n_kv_heads > 0 && n_heads % c.n_kv_heads == 0);
+    PD_GPU_REQUIRE(D % 4 == 0 && D <= kDecodeMaxHeadDim);
+    float* part_o = scratch;
+    float* part_ml = scratch + std::size_t(rows) * n_heads * n_splits * D;
+    if (c.bf16())
+        decode_split_launch(q, q_stride, c, as_bf16(c.k16), as_bf16(c.v16), slots, pos, rows, n_heads, n_splits,
+                            part_o, part_ml, s);
+    else
+        decode_split_launch(q, q_stride, c, c.k, c.v, slots, pos, rows, n_heads, n_splits, part_o, part_ml, s);
     const dim3 grid2(n_heads, rows);
     const int threads = D >= 128 ? 128 : (D + kWarp - 1) / kWarp * kWarp;
     decode_merge_kernel<<<grid2, threads, 0, s>>>(out, pos, n_heads, D, n_splits, part_o, part_ml);
@@ -300,6 +328,7 @@ void attention_prefill(const Blas& blas, float* out, const float* q, int q_strid
     PD_GPU_REQUIRE(c.n_kv_heads > 0 && n_heads % c.n_kv_heads == 0);
     PD_GPU_REQUIRE(start >= 0 && start + T <= c.max_seq && b >= 0 && b < c.batch);
     PD_GPU_REQUIRE(c.max_blocks == 1);  // each head's keys one (max_seq, D) matrix: the contiguous cache
+    PD_GPU_REQUIRE(!c.bf16());          // the f32 GEMMs read f32 K/V
     const cudaStream_t s = blas.stream();
     const int D = c.head_dim, out_stride = n_heads * D;
     const int chunk = attention_prefill_chunk(T, start, n_heads, budget_floats);
@@ -346,7 +375,8 @@ void attention_prefill_flash(std::uint16_t* out, const float* q, int q_stride, K
     // KV head g's rows follow one another, max_seq rows apart from head g + 1's.
     const AttentionShape shape{T, start + T, n_heads, c.n_kv_heads, c.head_dim};
     const AttentionStrides strides{q_stride, n_heads * c.head_dim, std::size_t(c.max_seq) * c.head_dim};
-    tiled_attention(out, q, c.k + c.tile(b, 0), c.v + c.tile(b, 0), shape, strides, s);
+    if (c.bf16()) tiled_attention(out, q, c.k16 + c.tile(b, 0), c.v16 + c.tile(b, 0), shape, strides, s);
+    else tiled_attention(out, q, c.k + c.tile(b, 0), c.v + c.tile(b, 0), shape, strides, s);
 }
 
 }  // namespace pd::gpu

@@ -39,8 +39,9 @@ namespace pd::gpu {
 //   out = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
 // The grid depends only on max_seq, not on the positions, so a captured CUDA
 // graph can replay it as the cache grows. head_dim must be a multiple of 4
-// (16-byte rows) and at most kDecodeMaxHeadDim (a lane's chunks of a key are
-// a compile-time count, 1 to 4).
+// and at most kDecodeMaxHeadDim (a lane's chunks of a key are a compile-time
+// count, 1 to 4): a lane loads 4 elements of a row at a time, 16 bytes of an
+// f32 cache or 8 bytes of a bf16 one (KVPrecision), always aligned.
 constexpr int kDecodeKeysPerSplit = 128;
 constexpr int kDecodeHeadsPerBlock = 8;
 constexpr int kDecodeMaxHeadDim = 128;
@@ -75,7 +76,8 @@ void attention_decode(std::uint16_t* out, const float* q, int q_stride, KVLayer 
 // of the masked upper triangle.
 //
 // allow_tf32: let the GEMMs use TF32 tensor cores (for bf16 models, whose
-// other products are bf16 already); f32 models keep exact f32.
+// other products are bf16 already); f32 models keep exact f32. The GEMMs read
+// an f32 cache only.
 
 // Default scratch budget for S: 64 Mi floats (256 MiB).
 constexpr std::size_t kPrefillScoreBudget = std::size_t(64) << 20;
@@ -93,7 +95,8 @@ void attention_prefill(const Blas& blas, float* out, const float* q, int q_strid
 // The same attention on the flash kernel (attention_pair.cuh's tiled_attention):
 // no score matrix and no scratch, q, K and V rounded to bf16 for the tensor
 // cores, f32 sums, and the output in bf16, the input of the next product. The
-// prefill of bf16 models whose head_dim it supports (model.cu).
+// prefill of bf16 models whose head_dim it supports (model.cu). It reads an
+// f32 or a bf16 cache, with the same result for the same bf16 values.
 bool attention_prefill_flash_supports(int head_dim);
 void attention_prefill_flash(std::uint16_t* out, const float* q, int q_stride, KVLayer c, int b, int start,
                              int T, int n_heads, cudaStream_t s);

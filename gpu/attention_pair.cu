@@ -215,9 +215,10 @@ __device__ __forceinline__ void stage_rows(bf16* tile, int ld_h, const In* in, s
 
 // Grid (ceil(T / kFlashBr), n_heads), kFlashThreads threads, flash_smem(D).total
 // bytes of dynamic shared memory. Block (x, h): queries x*kFlashBr .. +kFlashBr-1 of head h.
-template <typename In, typename Out>
+// QIn, KVIn: float or bf16 (the engine's f32 q rows with a bf16 cache: both kinds).
+template <typename QIn, typename KVIn, typename Out>
 __global__ void __launch_bounds__(kFlashThreads)
-    tiled_attention_kernel(Out* out, const In* q, const In* K, const In* V, AttentionShape s,
+    tiled_attention_kernel(Out* out, const QIn* q, const KVIn* K, const KVIn* V, AttentionShape s,
                            AttentionStrides st) {
     extern __shared__ __align__(128) unsigned char smem[];
     const FlashSmem L = flash_smem(s.D);
@@ -226,8 +227,8 @@ __global__ void __launch_bounds__(kFlashThreads)
     const int b0 = blockIdx.x * kFlashBr;  // the block's first query
     const int i0 = b0 + warp * kTile;      // the warp's first query
     const int block_rows = min(kFlashBr, s.T - b0);
-    const In* Kg = K + std::size_t(g) * st.kv_stride;
-    const In* Vg = V + std::size_t(g) * st.kv_stride;
+    const KVIn* Kg = K + std::size_t(g) * st.kv_stride;
+    const KVIn* Vg = V + std::size_t(g) * st.kv_stride;
     bf16* Qs = reinterpret_cast<bf16*>(smem + L.q);
     bf16* Ks = reinterpret_cast<bf16*>(smem + L.k);
     bf16* Vs = reinterpret_cast<bf16*>(smem + L.v);
@@ -271,13 +272,13 @@ __global__ void __launch_bounds__(kFlashThreads)
     }
 }
 
-template <typename In, typename Out>
-std::size_t tiled_launch(Out* out, const In* q, const In* K, const In* V, const AttentionShape& s,
+template <typename QIn, typename KVIn, typename Out>
+std::size_t tiled_launch(Out* out, const QIn* q, const KVIn* K, const KVIn* V, const AttentionShape& s,
                          const AttentionStrides& st, cudaStream_t stream) {
     check_shape(s);
     PD_GPU_REQUIRE(tiled_attention_supports(s.D));
     const std::size_t smem = tiled_attention_smem_bytes(s.D);
-    auto* kernel = tiled_attention_kernel<In, Out>;
+    auto* kernel = tiled_attention_kernel<QIn, KVIn, Out>;
     PD_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     const dim3 grid((s.T + kFlashBr - 1) / kFlashBr, s.n_heads);
     kernel<<<grid, kFlashThreads, smem, stream>>>(out, q, K, V, s, st);
@@ -323,6 +324,11 @@ std::size_t tiled_attention(float* out, const std::uint16_t* q, const std::uint1
 std::size_t tiled_attention(std::uint16_t* out, const float* q, const float* K, const float* V,
                             const AttentionShape& s, const AttentionStrides& strides, cudaStream_t stream) {
     return tiled_launch(as_bf16(out), q, K, V, s, strides, stream);
+}
+
+std::size_t tiled_attention(std::uint16_t* out, const float* q, const std::uint16_t* K, const std::uint16_t* V,
+                            const AttentionShape& s, const AttentionStrides& strides, cudaStream_t stream) {
+    return tiled_launch(as_bf16(out), q, as_bf16_in(K), as_bf16_in(V), s, strides, stream);
 }
 
 }  // namespace pd::gpu

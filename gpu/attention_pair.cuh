@@ -86,5 +86,8 @@ std::size_t tiled_attention(float* out, const std::uint16_t* q, const std::uint1
 // next product takes bf16 (gpu/attention.cu's attention_prefill_flash).
 std::size_t tiled_attention(std::uint16_t* out, const float* q, const float* K, const float* V,
                             const AttentionShape& s, const AttentionStrides& strides, cudaStream_t stream);
+// The same reading a bf16 cache (PDLAB_CUDA_KV=bf16): K and V staged as they are.
+std::size_t tiled_attention(std::uint16_t* out, const float* q, const std::uint16_t* K, const std::uint16_t* V,
+                            const AttentionShape& s, const AttentionStrides& strides, cudaStream_t stream);
 
 }  // namespace pd::gpu

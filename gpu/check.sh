@@ -8,7 +8,8 @@
 #   4. the dev harnesses (validated, then timed): the bf16 and int8 GEMVs of
 #      decode's products at M = 1, decode and prefill attention
 #   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16, int8) and
-#      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps)
+#      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps; then 32 steps
+#      with the bf16 KV cache, PDLAB_CUDA_KV=bf16)
 #   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
 #        decode  ms/token <= 1.5 x (weight bytes / measured bandwidth)
 #        prefill FLOP/s   >= 0.5 x measured cuBLAS bf16 GEMM rate
@@ -197,6 +198,9 @@ bench_steps() {
         --precision int8 -P 960 -n 64 --json "$tmp/b125_int8.json"
     step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
         --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
+    # The same decode reading a bf16 KV cache (half the cache's bytes), once, short.
+    step "bench llama-1b bf16, bf16 KV cache" 300 b1b_kv16.log env PDLAB_CUDA_KV=bf16 "$pdlab" bench --device cuda \
+        -m synthetic:llama-1b --precision bf16 -P 2048 -n 32 --warmup 1 --repeats 1 --json "$tmp/b1b_kv16.json"
 }
 
 # 6. Targets.
@@ -255,8 +259,10 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
     echo "| copy bandwidth (device to device, read + write) | $(fmt1 "$bw") GB/s | | |"
     echo "| cuBLAS bf16 GEMM, Llama-1B shapes at M = 2048 | $(fmt1 "$gemm") TFLOP/s (square 8192: $(fmt1 "$gemm_sq")) | | |"
     echo "| llama-1b bf16 decode, ms/token (batch 1, after 2048) | $(fmt3 "$(v "$tmp/b1b.json" decode_ms_per_token_median)") | <= 1.5 x floor $(fmt3 "$(v "$tmp/roof.json" decode_floor_ms)") ms | ratio $(fmt3 "$(v "$tmp/roof.json" decode_ratio)"): $(verdict "$(met decode_met)") |"
+    echo "| llama-1b bf16 decode with a bf16 KV cache (PDLAB_CUDA_KV=bf16), ms/token (after 2048) | $(fmt3 "$(v "$tmp/b1b_kv16.json" decode_ms_per_token_median)") | | |"
     echo "| llama-1b bf16 prefill of 2048 tokens, ms | $(fmt3 "$(v "$tmp/b1b.json" prefill_ms_median)") ($(fmt1 "$(v "$tmp/roof.json" prefill_tflops)") TFLOP/s) | >= 0.5 x GEMM rate | ratio $(fmt3 "$(v "$tmp/roof.json" prefill_ratio)"): $(verdict "$(met prefill_met)") |"
     echo "| bf16 GEMV, 1B decode step's products (M = 1): warp per row v3 / cuBLAS, ms (x floor) | $(fmt3 "$(result "$tmp/gemv.log" gemv_v3_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v3_floor_ratio)")) / $(fmt3 "$(result "$tmp/gemv.log" gemv_v4_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v4_floor_ratio)")) | | |"
+    echo "| decode attention, 1B shapes after 2048, 16 layers: engine kernel on an f32 / a bf16 cache, ms (x its floor) | $(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v4_ms)") ($(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v4_floor_ratio)")) / $(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v6_ms)") ($(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v6_floor_ratio)")) | | |"
     echo "| int8 GEMV (group 64), the same products: warp per row v2, ms (x its floor) | $(fmt3 "$(result "$tmp/gemv_int8.log" gemv_int8_v2_ms)") ($(fmt3 "$(result "$tmp/gemv_int8.log" gemv_int8_v2_floor_ratio)")) | | |"
     for p in f32 bf16 int8; do
         f="$tmp/b125_$p.json"

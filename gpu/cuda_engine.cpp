@@ -93,6 +93,15 @@ bool enabled_by_env(const char* name) {
     return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
 }
 
+// The device cache's element type: PDLAB_CUDA_KV=f32 (the default: the CPU's
+// numbers) or bf16 (half the bytes a decode step reads from the cache).
+gpu::KVPrecision kv_precision_by_env() {
+    const char* v = std::getenv("PDLAB_CUDA_KV");
+    if (!v || std::strcmp(v, "f32") == 0) return gpu::KVPrecision::f32;
+    if (std::strcmp(v, "bf16") == 0) return gpu::KVPrecision::bf16;
+    fail("PDLAB_CUDA_KV={} is not a KV cache precision: use f32 (the default) or bf16", v);
+}
+
 // A CudaEngine serves either track 1 (Engine: the contiguous cache of
 // opts.batch sequences) or, given a pool, track 2 (PagedForward: device K/V
 // for the pool's blocks); make_cuda_engine and make_cuda_paged_forward hand
@@ -110,16 +119,17 @@ public:
         PD_CUDA(cudaGetDeviceProperties(&prop_, 0));
         const int S = pool ? pool->max_seq : o.max_seq > 0 ? std::min(o.max_seq, c.max_seq_len) : c.max_seq_len;
         if (c.head_dim % 4 != 0 || c.head_dim > gpu::kDecodeMaxHeadDim)
-            fail("the CUDA decode attention reads K/V rows 16 bytes at a time, up to {} floats: a head_dim of {} "
+            fail("the CUDA decode attention reads K/V rows 4 elements at a time, up to {} of them: a head_dim of {} "
                  "runs on the CPU only (--device cpu)",
                  gpu::kDecodeMaxHeadDim, c.head_dim);
+        choose_paths(pool != nullptr);
         if (pool)
             check_memory(gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size,
-                                              pool->total_blocks()),
+                                              pool->total_blocks(), kv_precision_),
                          fmt::format("{} blocks of {} positions", pool->total_blocks(), pool->block_size),
                          peak_paged_run_state_bytes(std::min(S, pool->total_blocks()), S), S);
         else
-            check_memory(kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, std::size_t(o.batch) * S, sizeof(float)),
+            check_memory(gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, S, o.batch, kv_precision_),
                          fmt::format("batch {} x {} positions", o.batch, S), peak_run_state_bytes(o.batch, S), S);
         try {
             PD_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -129,8 +139,9 @@ public:
             upload_model();
             upload_rope(S);
             cache_ = pool ? gpu::make_device_paged_kv_cache(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size,
-                                                            pool->total_blocks(), S)
-                          : gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim);
+                                                            pool->total_blocks(), S, kv_precision_)
+                          : gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim,
+                                                      kv_precision_);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
             use_graphs_ = !pool && enabled_by_env("PDLAB_CUDA_GRAPHS");  // a paged step's rows and tables change every time
             PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
@@ -233,10 +244,12 @@ public:
             "of each row's argmax) back to host memory; "
             "it is not the kernels' time alone (gpu/dev's harnesses time kernels by themselves). "
             "A host clock read without the synchronise would time only the queueing: launches "
-            "return long before the GPU has done the work. Decode steps {}",
+            "return long before the GPU has done the work. Decode steps {}. The KV cache holds {}",
             use_graphs_ ? "replay one captured CUDA graph per batch size (PDLAB_CUDA_GRAPHS=0 "
                           "launches every kernel instead)"
-                        : "launch every kernel (CUDA graphs off: PDLAB_CUDA_GRAPHS=0)");
+                        : "launch every kernel (CUDA graphs off: PDLAB_CUDA_GRAPHS=0)",
+            kv_precision_ == gpu::KVPrecision::bf16 ? "bf16 K/V (PDLAB_CUDA_KV=bf16)"
+                                                    : "f32 K/V (PDLAB_CUDA_KV=bf16 halves its bytes)");
     }
 
     const Model& host_model() const override { return *model_; }
@@ -362,21 +375,18 @@ private:
     // makes it with Keep::last. A prefill keeping every position's logits
     // (Keep::all) needs (S, vocab) floats more, allocated when it comes.
     std::size_t peak_run_state_bytes(int batch, int S) const {
-        const Config& c = model_->config;
         const std::size_t scratch =
-            std::max(gpu::attention_prefill_scratch(S, 0, c.n_heads),
-                     gpu::attention_decode_scratch(batch, c.n_heads, S, c.head_dim));
-        return gpu::run_state_bytes(device_shape(c), model_->precision != Precision::f32,
-                                    std::max(S, batch), batch, scratch);
+            std::max(gpu::attention_scratch_floats(dm_.shape, dm_.flash_prefill, S, S, S, 0),
+                     gpu::attention_scratch_floats(dm_.shape, dm_.flash_prefill, batch, S));
+        return gpu::run_state_bytes(dm_.shape, dm_.bf16, std::max(S, batch), batch, scratch);
     }
 
     // The paged cache's: a step of S rows (a whole context's chunk), each a
     // query of the decode kernel, and logits for `sequences` rows (one per
     // live sequence, each of which holds a block).
     std::size_t peak_paged_run_state_bytes(int sequences, int S) const {
-        const Config& c = model_->config;
-        return gpu::run_state_bytes(device_shape(c), model_->precision == Precision::bf16, S, sequences,
-                                    gpu::attention_decode_scratch(S, c.n_heads, S, c.head_dim));
+        return gpu::run_state_bytes(dm_.shape, dm_.bf16, S, sequences,
+                                    gpu::attention_scratch_floats(dm_.shape, dm_.flash_prefill, S, S));
     }
 
     // f32 weights with a tied head: the head is the embedding, keep one copy.
@@ -431,14 +441,32 @@ private:
 
     const float* upload_opt(const std::vector<float>& v) { return v.empty() ? nullptr : arena_.upload(v); }
 
-    void upload_model() {
-        const Config& c = model_->config;
-        const Weights& w = model_->w;
-        dm_.shape = device_shape(c);
-        const gpu::DeviceShape& s = dm_.shape;
-        dm_.bf16 = model_->precision != Precision::f32;  // bf16 and int8 products take bf16 activations
-        dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(s.head_dim) &&
+    // Which kernels this engine runs, decided before anything is sized or
+    // uploaded: bf16 activations (bf16 and int8 products take them), the
+    // flash prefill, and the cache's precision, which is bf16 only where
+    // every kernel reading the cache takes bf16 (a paged engine never runs the
+    // prefill attention: its prompts go through the decode kernel).
+    void choose_paths(bool paged) {
+        dm_.shape = device_shape(model_->config);
+        dm_.bf16 = model_->precision != Precision::f32;
+        dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(dm_.shape.head_dim) &&
                             enabled_by_env("PDLAB_CUDA_FLASH");
+        kv_precision_ = kv_precision_by_env();
+        if (kv_precision_ != gpu::KVPrecision::bf16) return;
+        if (!dm_.bf16)
+            fail("PDLAB_CUDA_KV=bf16 needs bf16 or int8 weights (--precision bf16 or int8): an f32 model's "
+                 "prefill attention runs on cuBLAS in exact f32 and reads an f32 cache; unset PDLAB_CUDA_KV "
+                 "for f32 weights");
+        if (!paged && !dm_.flash_prefill)
+            fail("PDLAB_CUDA_KV=bf16 needs the flash prefill attention, the one that reads a bf16 cache: it "
+                 "takes a head_dim that is a multiple of 16 up to 256 (this model's: {}) and is off when "
+                 "PDLAB_CUDA_FLASH=0; unset PDLAB_CUDA_KV or PDLAB_CUDA_FLASH",
+                 dm_.shape.head_dim);
+    }
+
+    void upload_model() {
+        const Weights& w = model_->w;
+        const gpu::DeviceShape& s = dm_.shape;
         dm_.tok_emb = arena_.upload(w.tok_emb);
         dm_.pos_emb = upload_opt(w.pos_emb);
         if (!s.llama) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);
@@ -509,7 +537,7 @@ private:
 
     // One decode step as a CUDA graph: captured the first time a batch size
     // is seen (or after the run state moved), replayed after that. One launch
-    // instead of ~10 per layer: at batch 1 the host would otherwise spend
+    // instead of ~9 per layer: at batch 1 the host would otherwise spend
     // longer launching kernels than the GPU spends running them.
     void run_graph(const gpu::ForwardArgs& a) {
         auto it = graphs_.find(a.rows);
@@ -574,6 +602,7 @@ private:
     std::size_t h_logits_cap_ = 0;
     std::map<int, Graph> graphs_;                          // decode step graph per batch size
     bool use_graphs_ = true;
+    gpu::KVPrecision kv_precision_ = gpu::KVPrecision::f32;  // PDLAB_CUDA_KV
 };
 
 }  // namespace
@@ -590,6 +619,8 @@ std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Mode
     o.device = Device::cuda;  // o.batch = 1: the run state's first size, before the first step grows it
     return std::make_unique<CudaEngine>(std::move(model), o, &pool);
 }
+
+std::size_t cuda_kv_elem_bytes() { return gpu::kv_elem_bytes(kv_precision_by_env()); }
 
 std::string cuda_device_summary() {
     if (!cuda_device_present()) return {};

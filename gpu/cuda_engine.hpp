@@ -3,6 +3,7 @@
 // the two functions below; nothing else in src/ knows the GPU exists.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,10 @@ std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, con
 // every block of `pool` (whose host vectors stay empty).
 std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Model> model,
                                                       const PagedKVCache& pool);
+
+// Bytes of one cached K or V element on the GPU: 4, or 2 with
+// PDLAB_CUDA_KV=bf16 (another value: UserError). Needs no GPU.
+std::size_t cuda_kv_elem_bytes();
 
 // "NVIDIA H200 (132 SMs, 139.8 GiB, compute capability 9.0)"; empty without a GPU.
 std::string cuda_device_summary();

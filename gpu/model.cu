@@ -47,6 +47,12 @@ std::size_t run_state_bytes(const DeviceShape& c, bool bf16, int rows, int logit
            scratch_floats * sizeof(float);
 }
 
+std::size_t attention_scratch_floats(const DeviceShape& c, bool flash_prefill, int rows, int max_seq,
+                                     int prefill_T, int prefill_start) {
+    if (prefill_T == 0) return attention_decode_scratch(rows, c.n_heads, max_seq, c.head_dim);
+    return flash_prefill ? 0 : attention_prefill_scratch(prefill_T, prefill_start, c.n_heads);
+}
+
 bool ensure_run_state(DeviceRunState& st, const DeviceModel& m, int rows, int logits_rows,
                       int max_seq, int prefill_T, int prefill_start) {
     const DeviceShape& c = m.shape;
@@ -74,11 +80,9 @@ bool ensure_run_state(DeviceRunState& st, const DeviceModel& m, int rows, int lo
         st.logits_rows = logits_rows;
         moved = true;
     }
-    // Attention scratch for this pass (it only grows): a prefill's scores, or
-    // a decode of `rows` rows' split partials.
-    const std::size_t scratch = prefill_T > 0
-                                    ? attention_prefill_scratch(prefill_T, prefill_start, c.n_heads)
-                                    : attention_decode_scratch(rows, c.n_heads, max_seq, c.head_dim);
+    // Attention scratch for this pass (it only grows): a cuBLAS prefill's
+    // scores, or a decode of `rows` rows' split partials.
+    const std::size_t scratch = attention_scratch_floats(c, m.flash_prefill, rows, max_seq, prefill_T, prefill_start);
     if (st.att_scratch.ensure(scratch)) moved = true;
     if (moved) st.generation++;
     return moved;
@@ -130,13 +134,14 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
         product(L.qkv, st.xn.data(), rows, st.qkv.data(), false);
 
         // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
-        //    The k heads follow the q heads in each row: one launch rotates both.
-        if (llama)
-            rope(st.qkv.data(), rows, QKV, c.n_heads + c.n_kv_heads, c.head_dim, pos, m.rope_cos,
-                 m.rope_sin, s);
-
         // 5. Append each row's K and V to its sequence's cache, at its position.
-        kv_write(kv, st.qkv.data() + Q, st.qkv.data() + Q + KV, QKV, slot, pos, rows, s);
+        //    Llama does both in one launch: q rotated in place, the rotated k and
+        //    the v written straight into the cache (the row's k part stays
+        //    unrotated: every attention path reads K from the cache).
+        if (llama)
+            rope_kv_write(kv, st.qkv.data(), QKV, c.n_heads, slot, pos, m.rope_cos, m.rope_sin, rows, s);
+        else
+            kv_write(kv, st.qkv.data() + Q, st.qkv.data() + Q + KV, QKV, slot, pos, rows, s);
 
         // 6. Attention over the cache; q is read in place from the qkv rows.
         //    Prefill: T queries of one sequence, query i sees positions 0..start+i;

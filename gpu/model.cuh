@@ -72,22 +72,31 @@ struct DeviceRunState {
                                         // from act16, the MLP-in product's input, which its fused GEMV still reads
     DeviceBuffer<float> kept;         // (logits rows, dim) final-normed rows whose logits we want
     DeviceBuffer<float> logits;       // (logits rows, vocab)
-    DeviceBuffer<float> att_scratch;  // decode: split partials; prefill: scores and GEMM pointers
+    DeviceBuffer<float> att_scratch;  // decode: split partials; cuBLAS prefill: scores and GEMM pointers
     DeviceBuffer<int> token, slot, pos;  // (rows) per-row inputs, copied from the host each pass
     int generation = 0;               // bumped whenever a buffer moves (captured graphs go stale)
 };
 
+// Floats of attention scratch one pass needs: a prefill of `prefill_T`
+// tokens after `prefill_start` cached ones on the cuBLAS path (scores and
+// GEMM pointers; the flash kernel, flash_prefill, needs none), or
+// (prefill_T = 0) a decode of `rows` rows over max_seq positions (split
+// partials). The one place that decides: ensure_run_state allocates this and
+// the engine's memory check counts it.
+std::size_t attention_scratch_floats(const DeviceShape& c, bool flash_prefill, int rows, int max_seq,
+                                     int prefill_T = 0, int prefill_start = 0);
+
 // Grows `st` to take `rows` rows and `logits_rows` rows of logits, with the
-// attention scratch of a prefill of `prefill_T` tokens after `prefill_start`
-// cached ones, or (prefill_T = 0) of a decode of `rows` rows. Returns true if
-// any buffer was reallocated (and bumps st.generation).
+// attention scratch (attention_scratch_floats) of a prefill of `prefill_T`
+// tokens after `prefill_start` cached ones, or (prefill_T = 0) of a decode of
+// `rows` rows. Returns true if any buffer was reallocated (and bumps
+// st.generation).
 bool ensure_run_state(DeviceRunState& st, const DeviceModel& m, int rows, int logits_rows,
                       int max_seq, int prefill_T = 0, int prefill_start = 0);
 
 // Device bytes of a run state grown to `rows` rows, `logits_rows` rows of
-// logits and `scratch_floats` of attention scratch (attention.cuh's
-// attention_prefill_scratch / attention_decode_scratch): what the engine
-// checks against free memory before it allocates anything.
+// logits and `scratch_floats` of attention scratch (attention_scratch_floats):
+// what the engine checks against free memory before it allocates anything.
 std::size_t run_state_bytes(const DeviceShape& c, bool bf16, int rows, int logits_rows,
                             std::size_t scratch_floats);
 

@@ -69,10 +69,9 @@ __global__ void rope_kernel(float* x, int stride, int n_heads, int D, const int*
         const int h = rem / half, j = rem % half;
         float* v = x + m * stride + long(h) * D;
         const long t = long(pos[m]) * half + j;
-        const float c = cos_table[t], s = sin_table[t];
-        const float a = v[j], b = v[j + half];
-        v[j] = a * c - b * s;
-        v[j + half] = b * c + a * s;
+        const float2 r = rotate_pair(v[j], v[j + half], cos_table[t], sin_table[t]);
+        v[j] = r.x;
+        v[j + half] = r.y;
     }
 }
 

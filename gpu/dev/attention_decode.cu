@@ -18,6 +18,9 @@
 //              per warp), each key and value read once for the whole group.
 //   version 5  the same kernel through a block table: the cache in blocks of
 //              --block-size positions in scrambled order (the paged cache).
+//   version 6  the engine's kernel on a bf16 cache (PDLAB_CUDA_KV=bf16): 8-byte
+//              loads of 4 elements, half the bytes; checked against the
+//              reference on the K and V rounded to bf16, timed against its own floor.
 //
 // Each version is checked on every output against a double CPU reference
 // before it is timed. A timed run covers all L layers (--layers 16: 128 MiB
@@ -25,7 +28,7 @@
 // cache) and is reported against the floor, the bytes read at
 // --bandwidth-gbs (what gpu/dev/bandwidth measured; default the card's peak).
 //
-//   attention_decode [--version 0..5] [--batch 1] [--heads 32] [--kv-heads 8]
+//   attention_decode [--version 0..6] [--batch 1] [--heads 32] [--kv-heads 8]
 //                    [--head-dim 64] [--len 2048] [--layers 16] [--block-size 16]
 //                    [--repeats 20] [--bandwidth-gbs X] [--peak-gbs X] [--peak-tflops Y]
 // Exits 77 without a GPU.
@@ -191,7 +194,8 @@ int main(int argc, char** argv) {
     dev::Args args{argc, argv,
                    "attention_decode: decode attention kernels, validated then timed against the floor.\n"
                    "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 split-K per head,\n"
-                   "                 4 GQA split-K, 16-byte loads (engine), 5 the same through a block table\n"
+                   "                 4 GQA split-K, 16-byte loads (engine), 5 the same through a block table,\n"
+                   "                 6 the engine's kernel on a bf16 cache\n"
                    "  --batch B --heads H --kv-heads HKV --head-dim D --len N   shapes (1, 32, 8, 64, 2048)\n"
                    "  --layers L     layers of cache, each run covers all (16)\n"
                    "  --block-size S positions per block of version 5 (16)\n"
@@ -219,12 +223,15 @@ int main(int argc, char** argv) {
     auto hK = dev::randn(layers * kv_layer, 2);
     auto hV = dev::randn(layers * kv_layer, 3);
     const std::vector<float> ref = cpu_reference(hq, hK, hV, layers, B, H, Hkv, N, D);
+    const std::vector<float> ref16 = cpu_reference(hq, dev::rounded(hK), dev::rounded(hV), layers, B, H, Hkv, N, D);
     const Paged hp = to_paged(hK, hV, layers, B, Hkv, N, D, bs);
     float* q = dev::to_device(hq);
     float* K = dev::to_device(hK);
     float* V = dev::to_device(hV);
     float* Kp = dev::to_device(hp.k);
     float* Vp = dev::to_device(hp.v);
+    __nv_bfloat16* K16 = dev::to_device(dev::to_bf16(hK));
+    __nv_bfloat16* V16 = dev::to_device(dev::to_bf16(hV));
     int* table = dev::to_device(hp.table);
     std::vector<int> hslots(B), hpos(B, N - 1), hidentity(B);
     std::iota(hslots.begin(), hslots.end(), 0);
@@ -249,15 +256,24 @@ int main(int argc, char** argv) {
         return pd::gpu::KVLayer{Kp + l * hp.layer_elems, Vp + l * hp.layer_elems, table, B, hp.max_blocks, bs, Hkv,
                                 N, D};
     };
+    auto bf16_layer = [&](int l) {
+        pd::gpu::KVLayer c{nullptr, nullptr, identity, B, 1, N, Hkv, N, D};
+        c.k16 = reinterpret_cast<std::uint16_t*>(K16 + l * kv_layer);
+        c.v16 = reinterpret_cast<std::uint16_t*>(V16 + l * kv_layer);
+        return c;
+    };
 
     const double bytes = 4.0 * layers * (2.0 * kv_layer + 2.0 * q_layer);
+    const double bytes16 = layers * (2.0 * 2.0 * kv_layer + 4.0 * 2.0 * q_layer);  // bf16 K/V, f32 q and out
     const double flops = 4.0 * layers * B * H * double(N) * D;
     const double floor_ms = bytes / (gbs * 1e9) * 1e3;
     std::printf("decode attention: batch %d, %d heads over %d KV heads, head_dim %d, %d cached positions, %d layers: "
                 "%.1f MB read, floor %.4f ms at %.0f GB/s\n",
                 B, H, Hkv, D, N, layers, bytes / 1e6, floor_ms, gbs);
     bool ok = true;
-    auto run_version = [&](int v, const char* name, const std::function<void(int)>& layer_launch) {
+    // Version v: validated against `want`, then timed against the floor of `read` bytes.
+    auto run_version = [&](int v, const char* name, const std::function<void(int)>& layer_launch,
+                           const std::vector<float>& want, double read) {
         if (version != 0 && version != v) return;
         auto launch = [&] {
             for (int l = 0; l < layers; l++) layer_launch(l);
@@ -266,14 +282,14 @@ int main(int argc, char** argv) {
         launch();
         DEV_CHECK(cudaGetLastError());
         DEV_CHECK(cudaDeviceSynchronize());
-        if (!dev::validate(name, dev::to_host(out, ref.size()), ref, dev::all_indices(ref.size()))) {
+        if (!dev::validate(name, dev::to_host(out, want.size()), want, dev::all_indices(want.size()))) {
             ok = false;
             return;  // a wrong kernel's time is not a result
         }
         const double ms = dev::time_ms(launch, 3, repeats);
-        dev::report(name, ms, bytes, flops, card);
+        dev::report(name, ms, read, flops, card);
         std::printf("RESULT attn_decode_v%d_ms=%.4f\nRESULT attn_decode_v%d_floor_ratio=%.3f\n", v, ms, v,
-                    ms / floor_ms);
+                    ms / (read / (gbs * 1e9) * 1e3));
     };
 
     run_version(1, "1 naive: thread per (seq, head)", [&](int l) {
@@ -281,14 +297,14 @@ int main(int argc, char** argv) {
         const int threads = 64, blocks = (B * H + threads - 1) / threads;
         decode_v1<<<blocks, threads>>>(out + l * q_layer, q + l * q_layer, K + l * kv_layer, V + l * kv_layer,
                                        scores, B, H, Hkv, N, D);
-    });
+    }, ref, bytes);
 
     const std::size_t smem2 = std::size_t(N) * sizeof(float);
     if (dev::fit_shared_memory(decode_v2, smem2)) {
         run_version(2, "2 block per (seq, head), shared softmax", [&](int l) {
             decode_v2<<<dim3(H, B), 256, smem2>>>(out + l * q_layer, q + l * q_layer, K + l * kv_layer,
                                                   V + l * kv_layer, H, Hkv, N, D);
-        });
+        }, ref, bytes);
     } else if (version == 0 || version == 2) {
         std::printf("  2 skipped: %d scores and the block reduction's static bytes do not fit in shared memory\n", N);
     }
@@ -298,17 +314,22 @@ int main(int argc, char** argv) {
         decode_v3_split<<<dim3(v3_splits, H, B), 128, (D + kV3Keys) * sizeof(float)>>>(
             q + l * q_layer, K + l * kv_layer, V + l * kv_layer, H, Hkv, N, D, v3_splits, scratch, part_ml);
         decode_v3_merge<<<dim3(H, B), 64>>>(out + l * q_layer, H, D, v3_splits, scratch, part_ml);
-    });
+    }, ref, bytes);
 
     run_version(4, "4 GQA split-K, 16-byte loads (engine)", [&](int l) {
         pd::gpu::attention_decode(out + l * q_layer, q + l * q_layer, H * D, contiguous_layer(l), slots, pos, B, H,
                                   scratch, nullptr);
-    });
+    }, ref, bytes);
 
     run_version(5, "5 engine kernel through a block table", [&](int l) {
         pd::gpu::attention_decode(out + l * q_layer, q + l * q_layer, H * D, paged_layer(l), slots, pos, B, H,
                                   scratch, nullptr);
-    });
+    }, ref, bytes);
+
+    run_version(6, "6 engine kernel on a bf16 cache", [&](int l) {
+        pd::gpu::attention_decode(out + l * q_layer, q + l * q_layer, H * D, bf16_layer(l), slots, pos, B, H,
+                                  scratch, nullptr);
+    }, ref16, bytes16);
 
     std::printf("%s\n", ok ? "all versions match the CPU reference" : "MISMATCH: see above");
     return ok ? 0 : 1;

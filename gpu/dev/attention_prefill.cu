@@ -160,18 +160,6 @@ void cpu_reference_rows(std::vector<float>& out, const std::vector<int>& rows, c
         }
 }
 
-// The values rounded to bf16 (round to nearest even), and the same kept in f32.
-std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
-    std::vector<__nv_bfloat16> h(v.size());
-    for (std::size_t i = 0; i < v.size(); i++) h[i] = __float2bfloat16_rn(v[i]);
-    return h;
-}
-std::vector<float> rounded(const std::vector<float>& v) {
-    std::vector<float> r(v.size());
-    for (std::size_t i = 0; i < v.size(); i++) r[i] = __bfloat162float(__float2bfloat16_rn(v[i]));
-    return r;
-}
-
 const std::uint16_t* bits(const __nv_bfloat16* p) { return reinterpret_cast<const std::uint16_t*>(p); }
 
 }  // namespace
@@ -211,7 +199,7 @@ int main(int argc, char** argv) {
     std::vector<float> ref(std::size_t(T) * H * D, 0.0f), ref16(ref.size(), 0.0f);
     cpu_reference_rows(ref, rows, hq, hK, hV, T, H, Hkv, D);
     if (version == 0 || version >= 5)
-        cpu_reference_rows(ref16, rows, rounded(hq), rounded(hK), rounded(hV), T, H, Hkv, D);
+        cpu_reference_rows(ref16, rows, dev::rounded(hq), dev::rounded(hK), dev::rounded(hV), T, H, Hkv, D);
     std::vector<std::size_t> checked;
     for (int t : rows)
         for (int i = 0; i < H * D; i++) checked.push_back(std::size_t(t) * H * D + i);
@@ -289,9 +277,9 @@ int main(int argc, char** argv) {
     if (pd::gpu::tiled_attention_supports(D)) {
         run_version(5, "5 flash, bf16 tensor cores, f32 in (engine)", 1e-2f,
                     [&] { pd::gpu::tiled_attention(out, q, K, V, shape, nullptr); });
-        __nv_bfloat16* q16 = dev::to_device(to_bf16(hq));
-        __nv_bfloat16* K16 = dev::to_device(to_bf16(hK));
-        __nv_bfloat16* V16 = dev::to_device(to_bf16(hV));
+        __nv_bfloat16* q16 = dev::to_device(dev::to_bf16(hq));
+        __nv_bfloat16* K16 = dev::to_device(dev::to_bf16(hK));
+        __nv_bfloat16* V16 = dev::to_device(dev::to_bf16(hV));
         run_version(6, "6 flash, bf16 tensor cores, bf16 in", 1e-2f,
                     [&] { pd::gpu::tiled_attention(out, bits(q16), bits(K16), bits(V16), shape, nullptr); });
         cudaFree(q16), cudaFree(K16), cudaFree(V16);

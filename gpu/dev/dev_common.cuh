@@ -1,6 +1,7 @@
 // Shared by the development harnesses in gpu/dev (llm.c dev/cuda style):
-// argument parsing, the no-GPU exit, random data, validation against a CPU
-// reference (and the attention reference), event timing, and the card's peak numbers.
+// argument parsing, the no-GPU exit, random data (and its bf16 rounding),
+// validation against a CPU reference (and the attention reference), event
+// timing, and the card's peak numbers.
 //
 // Every harness validates each kernel version against its CPU reference
 // BEFORE timing it, and exits 1 on a mismatch: a fast wrong kernel is not a
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #define DEV_CHECK(call)                                                                   \
@@ -115,6 +117,18 @@ std::vector<T> to_host(const T* d, std::size_t n) {
     std::vector<T> h(n);
     DEV_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
     return h;
+}
+
+// The values rounded to bf16 (round to nearest even), and the same kept in f32.
+inline std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
+    std::vector<__nv_bfloat16> h(v.size());
+    for (std::size_t i = 0; i < v.size(); i++) h[i] = __float2bfloat16_rn(v[i]);
+    return h;
+}
+inline std::vector<float> rounded(const std::vector<float>& v) {
+    std::vector<float> r(v.size());
+    for (std::size_t i = 0; i < v.size(); i++) r[i] = __bfloat162float(__float2bfloat16_rn(v[i]));
+    return r;
 }
 
 // The CPU reference of attention for one query row q (D) against n rows of

@@ -99,6 +99,14 @@ bool cuda_available(std::string* why_not) {
 #endif
 }
 
+std::size_t kv_elem_bytes(Device device) {
+#ifdef PDLAB_HAVE_CUDA
+    if (device == Device::cuda) return cuda_kv_elem_bytes();
+#endif
+    (void)device;
+    return sizeof(float);
+}
+
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
     if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
     if (opts.device == Device::cuda) {

@@ -3,6 +3,7 @@
 // and the labs drive an Engine and never ask which one they got.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <span>
@@ -87,5 +88,9 @@ std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> mo
 
 // Whether this build has the CUDA backend and a GPU is present right now.
 bool cuda_available(std::string* why_not = nullptr);
+
+// Bytes of one cached K or V element on `device`: 4 (f32), or 2 on CUDA with
+// PDLAB_CUDA_KV=bf16. What a paged pool's KV byte budget is divided by.
+std::size_t kv_elem_bytes(Device device);
 
 }  // namespace pd

@@ -16,7 +16,8 @@ static int pool_blocks(const Config& c, const PagedOptions& o) {
     if (o.total_blocks < 0) fail("{} blocks: give a positive number of blocks (or KV bytes)", o.total_blocks);
     if (o.total_blocks > 0) return o.total_blocks;
     if (o.kv_bytes == 0) fail("a paged KV cache needs a size: give a number of blocks or of KV bytes");
-    const std::size_t per_block = kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, sizeof(float));
+    const std::size_t per_block =
+        kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, kv_elem_bytes(o.device));
     const std::size_t n = o.kv_bytes / per_block;
     if (n == 0)
         fail("{} bytes of KV memory hold no block: one block of {} positions takes {} bytes on this model",

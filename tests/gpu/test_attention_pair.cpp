@@ -218,5 +218,16 @@ TEST_CASE("gpu.pair.engine_flash") {
         for (std::size_t i = 0; i < h.size(); i++) got[i] = bf16_to_f32(h[i]);
         // One more bf16 rounding, of the output (2^-9 relative).
         check_close(got, ref, kTiledAtol, kTiledRtol + 1.0f / 512, "attention_prefill_flash, bf16 out");
+
+        // A bf16 cache (PDLAB_CUDA_KV=bf16) of the same K and V: the kernel
+        // rounds an f32 cache to bf16 as it stages the tiles, so the same
+        // bits, to the last one.
+        gpu::DeviceKVCache cache16 = gpu::make_device_kv_cache(1, B, Hkv, max_seq, D, gpu::KVPrecision::bf16);
+        cache16.k16.upload(to_bf16(k_cache).data(), k_cache.size());
+        cache16.v16.upload(to_bf16(v_cache).data(), v_cache.size());
+        DeviceBuffer<std::uint16_t> out16(ref.size());
+        gpu::attention_prefill_flash(out16.data(), drows.data(), stride, cache16.layer(0), b, start, T, H, nullptr);
+        PD_CUDA(cudaDeviceSynchronize());
+        CHECK(out16.to_host() == h);
     }
 }

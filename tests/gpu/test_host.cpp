@@ -2,10 +2,12 @@
 // without the CUDA backend, with or without a GPU): the arithmetic check.sh
 // judges the two targets with, the query chunking of prefill attention, the
 // flash kernel's shared memory, the decode kernel's head grouping, the host
-// layout of a paged step, and the device seam's answer when no GPU can be used.
+// layout of a paged step, the attention scratch and KV bytes the memory check
+// counts, and the device seam's answer when no GPU can be used.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "common.hpp"
@@ -199,6 +201,42 @@ TEST_CASE("gpu.host.run_state_bytes") {
     INFO("rows x per-row bytes + logits rows x (dim + vocab) floats + scratch floats");
     CHECK(gpu::run_state_bytes(c, false, 10, 2, 1000) == 10 * f32_row + 2 * logits_row + 4000);
     CHECK(gpu::run_state_bytes(c, true, 10, 2, 1000) == 10 * bf16_row + 2 * logits_row + 4000);
+}
+
+// The attention scratch a pass needs, decided in one place for the run state
+// and the memory check: a prefill on cuBLAS keeps its scores, the flash
+// kernel none; a decode keeps its splits' partials whichever prefill runs.
+TEST_CASE("gpu.host.attention_scratch") {
+    gpu::DeviceShape c;
+    c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 64;
+    CHECK(gpu::attention_scratch_floats(c, false, 2048, 2048, 2048, 0) == gpu::attention_prefill_scratch(2048, 0, 32));
+    CHECK(gpu::attention_scratch_floats(c, false, 17, 4096, 17, 283) == gpu::attention_prefill_scratch(17, 283, 32));
+    CHECK(gpu::attention_scratch_floats(c, true, 2048, 2048, 2048, 0) == 0);
+    for (bool flash : {false, true})
+        CHECK(gpu::attention_scratch_floats(c, flash, 4, 4096) == gpu::attention_decode_scratch(4, 32, 4096, 64));
+}
+
+// The element size a paged pool's KV byte budget (--kv-mb) is divided by:
+// PDLAB_CUDA_KV picks it for the GPU (read without one), the CPU keeps f32,
+// and a value it does not know is the user's error.
+TEST_CASE("gpu.host.kv_elem_bytes") {
+    unsetenv("PDLAB_CUDA_KV");
+    CHECK(kv_elem_bytes(Device::cpu) == 4);
+    CHECK(kv_elem_bytes(Device::cuda) == 4);
+    setenv("PDLAB_CUDA_KV", "bf16", 1);
+    CHECK(kv_elem_bytes(Device::cuda) == 2);
+    CHECK(kv_elem_bytes(Device::cpu) == 4);
+    setenv("PDLAB_CUDA_KV", "fp8", 1);
+    CHECK_THROWS_WITH_AS(kv_elem_bytes(Device::cuda), doctest::Contains("not a KV cache precision"), UserError);
+    unsetenv("PDLAB_CUDA_KV");
+}
+
+// A pool's K and V: 2 x layers x blocks x KV heads x positions x head_dim
+// elements, of 4 bytes (f32) or 2 (PDLAB_CUDA_KV=bf16).
+TEST_CASE("gpu.host.device_kv_bytes") {
+    const std::size_t elems = std::size_t(2) * 16 * 3 * 8 * 2048 * 64;
+    CHECK(gpu::device_kv_bytes(16, 8, 64, 2048, 3, gpu::KVPrecision::f32) == elems * 4);
+    CHECK(gpu::device_kv_bytes(16, 8, 64, 2048, 3, gpu::KVPrecision::bf16) == elems * 2);
 }
 #endif
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "attention.cuh"
@@ -29,6 +31,7 @@
 using namespace pd;
 using namespace pd::test;
 using gpu::DeviceBuffer;
+using gpu::KVPrecision;
 
 namespace {
 
@@ -90,35 +93,58 @@ constexpr float kBf16Rtol = 1.0f / 128;
 
 const int kRowShapes[][2] = {{1, 64}, {5, 768}, {33, 2048}, {3, 100}, {2, 4097}};
 
-// A one-layer cache of random K (seed) and V (seed + 1), on the host and the
-// same values on the device.
+// Host K and V (in the device's layout) into a device cache: as they are,
+// or as bf16 bits for a bf16 cache.
+void upload_kv(gpu::DeviceKVCache& d, const std::vector<float>& k, const std::vector<float>& v) {
+    if (d.precision == KVPrecision::bf16) {
+        d.k16.upload(bf16_copy(k).bits.data(), k.size());
+        d.v16.upload(bf16_copy(v).bits.data(), v.size());
+    } else {
+        d.k.upload(k.data(), k.size());
+        d.v.upload(v.data(), v.size());
+    }
+}
+
+// A device cache's K and V as floats (a bf16 cache widened).
+std::pair<std::vector<float>, std::vector<float>> cached_kv(const gpu::DeviceKVCache& d) {
+    if (d.precision == KVPrecision::bf16) return {widen(host(d.k16)), widen(host(d.v16))};
+    return {host(d.k), host(d.v)};
+}
+
+// Random K (seed) and V (seed + 1) of n values each; rounded to bf16 for a
+// bf16 cache, so the host holds exactly what the device does.
+std::pair<std::vector<float>, std::vector<float>> random_kv(std::size_t n, unsigned seed, KVPrecision p) {
+    auto k = randn(n, seed), v = randn(n, seed + 1);
+    if (p == KVPrecision::bf16) k = bf16_copy(k).values, v = bf16_copy(v).values;
+    return {k, v};
+}
+
+// A one-layer cache of random K and V (random_kv), on the host and the same
+// values on the device.
 struct RandomCache {
     KVCache host;
     gpu::DeviceKVCache dev;
 };
-RandomCache random_cache(int B, int Hkv, int S, int D, unsigned seed) {
-    RandomCache r{make_kv_cache(1, B, Hkv, S, D), gpu::make_device_kv_cache(1, B, Hkv, S, D)};
-    r.host.k = randn(r.host.k.size(), seed);
-    r.host.v = randn(r.host.v.size(), seed + 1);
-    r.dev.k.upload(r.host.k.data(), r.host.k.size());
-    r.dev.v.upload(r.host.v.data(), r.host.v.size());
+RandomCache random_cache(int B, int Hkv, int S, int D, unsigned seed, KVPrecision p = KVPrecision::f32) {
+    RandomCache r{make_kv_cache(1, B, Hkv, S, D), gpu::make_device_kv_cache(1, B, Hkv, S, D, p)};
+    std::tie(r.host.k, r.host.v) = random_kv(r.host.k.size(), seed, p);
+    upload_kv(r.dev, r.host.k, r.host.v);
     return r;
 }
 
 // A one-layer paged pool of n_blocks blocks of bs positions with random K
-// (seed) and V (seed + 1), on the host and the same values on the device.
+// and V (random_kv), on the host and the same values on the device.
 // Tests set the block tables themselves (the kernels read only the tables).
 struct RandomPool {
     PagedKVCache host;
     gpu::DeviceKVCache dev;
 };
-RandomPool random_pool(int n_blocks, int bs, int Hkv, int max_seq, int D, unsigned seed) {
+RandomPool random_pool(int n_blocks, int bs, int Hkv, int max_seq, int D, unsigned seed,
+                       KVPrecision p = KVPrecision::f32) {
     RandomPool r{make_paged_kv_cache(1, Hkv, D, bs, n_blocks, max_seq),
-                 gpu::make_device_paged_kv_cache(1, Hkv, D, bs, n_blocks, max_seq)};
-    r.host.k = randn(r.host.k.size(), seed);
-    r.host.v = randn(r.host.v.size(), seed + 1);
-    r.dev.k.upload(r.host.k.data(), r.host.k.size());
-    r.dev.v.upload(r.host.v.data(), r.host.v.size());
+                 gpu::make_device_paged_kv_cache(1, Hkv, D, bs, n_blocks, max_seq, p)};
+    std::tie(r.host.k, r.host.v) = random_kv(r.host.k.size(), seed, p);
+    upload_kv(r.dev, r.host.k, r.host.v);
     return r;
 }
 
@@ -411,31 +437,139 @@ TEST_CASE("gpu.kernels.argmax") {
     }
 }
 
+// kv_write against pd::kv_write; a bf16 cache holds the same values rounded
+// to nearest even, as pd::f32_to_bf16 rounds them (a copy: exact either way).
 TEST_CASE("gpu.kernels.kv_write") {
     const int L = 2, B = 3, Hkv = 2, S = 40, D = 64, Q = 4 * D, KV = Hkv * D, stride = Q + 2 * KV;
     KVCache ref = make_kv_cache(L, B, Hkv, S, D);
-    gpu::DeviceKVCache dc = gpu::make_device_kv_cache(L, B, Hkv, S, D);
     const std::vector<int> slots = {2, 0, 2}, pos = {5, 0, 39};
     auto rows = randn(slots.size() * stride, 19);
     for (std::size_t r = 0; r < slots.size(); r++)
         kv_write(ref, 1, slots[r], pos[r], rows.data() + r * stride + Q, rows.data() + r * stride + Q + KV);
     auto drows = dev(rows);
     auto dslots = dev(slots), dpos = dev(pos);
-    gpu::kv_write(dc.layer(1), drows.data() + Q, drows.data() + Q + KV, stride, dslots.data(), dpos.data(),
-                  int(slots.size()), nullptr);
-    check_close(host(dc.k), ref.k, 0.0f, 0.0f, "K cache");
-    check_close(host(dc.v), ref.v, 0.0f, 0.0f, "V cache");
+    for (KVPrecision p : {KVPrecision::f32, KVPrecision::bf16}) {
+        const bool bf16 = p == KVPrecision::bf16;
+        INFO("bf16 cache " << bf16);
+        gpu::DeviceKVCache dc = gpu::make_device_kv_cache(L, B, Hkv, S, D, p);
+        gpu::kv_write(dc.layer(1), drows.data() + Q, drows.data() + Q + KV, stride, dslots.data(), dpos.data(),
+                      int(slots.size()), nullptr);
+        const auto [k, v] = cached_kv(dc);
+        check_close(k, bf16 ? bf16_copy(ref.k).values : ref.k, 0.0f, 0.0f, "K cache");
+        check_close(v, bf16 ? bf16_copy(ref.v).values : ref.v, 0.0f, 0.0f, "V cache");
+    }
+}
+
+namespace {
+
+// Columns [from, to) of every row of x (rows of `stride` floats).
+std::vector<float> columns(const std::vector<float>& x, int stride, int from, int to) {
+    std::vector<float> c;
+    for (std::size_t r = 0; r < x.size() / stride; r++)
+        c.insert(c.end(), x.begin() + r * stride + from, x.begin() + r * stride + to);
+    return c;
+}
+
+// One case of gpu.kernels.rope_kv_write: H = 8 query heads over Hkv, rows of
+// two sequences in a contiguous cache or a paged pool in scrambled blocks of 16.
+void check_rope_kv_write(int D, int Hkv, KVPrecision p, bool paged) {
+    const int H = 8, max_seq = 64, bs = 16, n_blocks = 12, B = 2;
+    const int Q = H * D, KV = Hkv * D, stride = Q + 2 * KV;
+    const bool bf16 = p == KVPrecision::bf16;
+    const std::vector<int> slots = {0, 1, 1, 0, 1}, pos = {0, 15, 16, 47, 63};
+    const int M = int(slots.size());
+    const auto ids = scrambled_blocks(n_blocks);
+    const std::vector<BlockTable> tables = {{{ids[0], ids[1], ids[2]}, 0}, {{ids[3], ids[4], ids[5], ids[6]}, 0}};
+    std::vector<float> cs(std::size_t(max_seq) * D / 2), sn(cs.size());
+    rope_tables(cs.data(), sn.data(), max_seq, D, 10000.0f);
+    const auto rows = randn(std::size_t(M) * stride, 70, 2.0f);
+
+    // The CPU twins: rope on the q and k heads, then each row's K and V written.
+    std::vector<float> ref_rows = rows;
+    rope(ref_rows.data(), M, stride, H + Hkv, D, pos.data(), cs.data(), sn.data());
+    KVCache cache = make_kv_cache(1, B, Hkv, max_seq, D);
+    PagedKVCache pool = make_paged_kv_cache(1, Hkv, D, bs, n_blocks, max_seq);
+    for (int r = 0; r < M; r++) {
+        const float* k = ref_rows.data() + std::size_t(r) * stride + Q;
+        if (paged) paged_write(pool, 0, tables[slots[r]], pos[r], k, k + KV);
+        else kv_write(cache, 0, slots[r], pos[r], k, k + KV);
+    }
+    const std::vector<float>& ref_k = paged ? pool.k : cache.k;
+    const std::vector<float>& ref_v = paged ? pool.v : cache.v;
+
+    // The device: the fused kernel, and the two kernels, each on its own rows and cache.
+    auto make_cache = [&] {
+        gpu::DeviceKVCache d = paged ? gpu::make_device_paged_kv_cache(1, Hkv, D, bs, n_blocks, max_seq, p)
+                                     : gpu::make_device_kv_cache(1, B, Hkv, max_seq, D, p);
+        if (paged) gpu::set_block_tables(d, table_rows(tables, d.max_blocks()), B, nullptr);
+        return d;
+    };
+    gpu::DeviceKVCache fused = make_cache(), twice = make_cache();
+    auto dfused = dev(rows), dtwice = dev(rows), dcs = dev(cs), dsn = dev(sn);
+    auto dslots = dev(slots), dpos = dev(pos);
+    gpu::rope_kv_write(fused.layer(0), dfused.data(), stride, H, dslots.data(), dpos.data(), dcs.data(), dsn.data(),
+                       M, nullptr);
+    gpu::rope(dtwice.data(), M, stride, H + Hkv, D, dpos.data(), dcs.data(), dsn.data(), nullptr);
+    gpu::kv_write(twice.layer(0), dtwice.data() + Q, dtwice.data() + Q + KV, stride, dslots.data(), dpos.data(), M,
+                  nullptr);
+
+    // The rows: q rotated in place, the k and v parts as they came.
+    const auto got_rows = host(dfused);
+    check_close(columns(got_rows, stride, 0, Q), columns(host(dtwice), stride, 0, Q), 1e-7f, 1e-6f,
+                "q: fused vs rope");
+    check_close(columns(got_rows, stride, 0, Q), columns(ref_rows, stride, 0, Q), 1e-5f, 1e-5f, "q: fused vs pd::rope");
+    check_close(columns(got_rows, stride, Q, stride), columns(rows, stride, Q, stride), 0.0f, 0.0f,
+                "the rows' k and v parts untouched");
+
+    // The cache: the rotated k and the v at each row's place.
+    const auto [k, v] = cached_kv(fused);
+    const auto [k2, v2] = cached_kv(twice);
+    check_close(k, k2, 1e-7f, bf16 ? kBf16Rtol : 1e-6f, "K: fused vs rope + kv_write");
+    check_close(v, v2, 0.0f, 0.0f, "V: fused vs kv_write");
+    check_close(k, bf16 ? bf16_copy(ref_k).values : ref_k, 1e-5f, bf16 ? kBf16Rtol : 1e-5f,
+                "K: fused vs the CPU twins");
+    check_close(v, bf16 ? bf16_copy(ref_v).values : ref_v, 0.0f, 0.0f, "V: fused vs the CPU twins");
+}
+
+}  // namespace
+
+// Llama's steps 4 and 5 in one kernel (rope_kv_write) against the two
+// kernels it replaces (rope on the q and k heads, then kv_write) and against
+// their CPU twins (pd::rope, then pd::kv_write or pd::paged_write): rows of
+// two sequences at positions inside and at the edges of blocks of 16; GQA 1,
+// 4 and 8; head_dim 64, 128 and 80; the contiguous cache and a paged pool;
+// f32 and bf16 caches. The fused kernel rotates with the same function as
+// rope (rotate_pair), so it agrees with the two kernels to the last bit or
+// so; the CPU twin rounds its own way (Highway), and a bf16 cache's rounding
+// may then land one bf16 step apart (2^-8 relative).
+TEST_CASE("gpu.kernels.rope_kv_write") {
+    for (int D : {64, 128, 80})
+        for (int Hkv : {8, 2, 1})
+            for (KVPrecision p : {KVPrecision::f32, KVPrecision::bf16})
+                for (bool paged : {false, true}) {
+                    INFO("head_dim " << D << " kv heads " << Hkv << " bf16 cache " << (p == KVPrecision::bf16)
+                                     << " paged " << paged);
+                    check_rope_kv_write(D, Hkv, p, paged);
+                }
 }
 
 // Decode attention: one query per row, GQA ratios 1, 4 and 8 (8 query heads
 // over 8, 2 and 1 KV heads), cache lengths 1, 17, 300 and 2048, rows of one
-// batch at different lengths, q read with a row stride.
+// batch at different lengths, q read with a row stride. Then a bf16 cache
+// (PDLAB_CUDA_KV=bf16) of the same values: against the CPU twin on the same
+// bf16 values as tightly as f32 (the kernel widens each bf16 exactly, then
+// does the same f32 arithmetic); against the f32 values with the bf16 cache's
+// own error: each element of K and V moves by up to 2^-9 of itself, which
+// moves a score (|q| ~ 2 per element here) by a few 1e-3, the softmax weights
+// by as much relatively, and the output by that plus V's own 2^-9 (up to
+// ~1e-2 at the tails of these values): within 3e-2 + 3e-2 |ref|.
 TEST_CASE("gpu.kernels.attention_decode") {
     const int H = 8, S = 2100, B = 4;
     for (int D : {64, 128, 80})
         for (int Hkv : {8, 2, 1}) {
             INFO("head_dim " << D << " kv heads " << Hkv);
             auto [c, dc] = random_cache(B, Hkv, S, D, 20);
+            auto [c16, dc16] = random_cache(B, Hkv, S, D, 20, KVPrecision::bf16);
             // Each length alone, then all four in one batch.
             std::vector<std::vector<int>> cases = {{1}, {17}, {300}, {2048}, {1, 17, 300, 2048}};
             for (const auto& lens : cases) {
@@ -444,10 +578,11 @@ TEST_CASE("gpu.kernels.attention_decode") {
                 std::vector<int> slots(rows), pos(rows);
                 for (int r = 0; r < rows; r++) slots[r] = (r + 1) % B, pos[r] = lens[r] - 1;
                 auto qrows = randn(std::size_t(rows) * q_stride, 22, 2.0f);
-                std::vector<float> q(std::size_t(rows) * H * D), ref(q.size());
+                std::vector<float> q(std::size_t(rows) * H * D), ref(q.size()), ref16(q.size());
                 for (int r = 0; r < rows; r++)
                     std::copy_n(qrows.data() + std::size_t(r) * q_stride, H * D, q.data() + std::size_t(r) * H * D);
                 attention_decode(ref.data(), q.data(), c, 0, slots.data(), pos.data(), rows, H);
+                attention_decode(ref16.data(), q.data(), c16, 0, slots.data(), pos.data(), rows, H);
 
                 auto dq = dev(qrows);
                 auto dslots = dev(slots), dpos = dev(pos);
@@ -460,6 +595,12 @@ TEST_CASE("gpu.kernels.attention_decode") {
                                       dpos.data(), rows, H, dscratch.data(), nullptr);
                 check_close(host(out), ref, 2e-5f, 2e-4f, "attention_decode f32");
                 check_close(widen(host(out16)), ref, 1e-5f, kBf16Rtol, "attention_decode bf16 out");
+
+                gpu::attention_decode(out.data(), dq.data(), q_stride, dc16.layer(0), dslots.data(), dpos.data(),
+                                      rows, H, dscratch.data(), nullptr);
+                const auto got16 = host(out);
+                check_close(got16, ref16, 2e-5f, 2e-4f, "bf16 cache vs the CPU on the same bf16 values");
+                check_close(got16, ref, 3e-2f, 3e-2f, "bf16 cache vs the CPU on the f32 values");
             }
         }
 }
@@ -541,34 +682,37 @@ TEST_CASE("gpu.kernels.attention_paged") {
 
 // The contiguous cache is the paged one with a single block per sequence:
 // the same keys and values, placed in scrambled blocks of 16, give the same
-// output to the bit (the kernel visits keys in the same order either way).
+// output to the bit (the kernel visits keys in the same order either way),
+// with an f32 cache and with a bf16 one.
 TEST_CASE("gpu.kernels.attention_contiguous_equals_paged") {
     const int H = 8, Hkv = 2, D = 64, S = 320, bs = 16, n_blocks = S / bs;
-    auto [c, dc] = random_cache(1, Hkv, S, D, 50);
-    auto pool = random_pool(n_blocks, bs, Hkv, S, D, 0);
-    BlockTable table{scrambled_blocks(n_blocks), S};
-    for (int h = 0; h < Hkv; h++)
-        for (int p = 0; p < S; p++) {
-            const std::size_t from = (std::size_t(h) * S + p) * D;
-            const std::size_t to = (std::size_t(table.blocks[p / bs]) * Hkv + h) * bs * D + std::size_t(p % bs) * D;
-            std::copy_n(c.k.data() + from, D, pool.host.k.data() + to);
-            std::copy_n(c.v.data() + from, D, pool.host.v.data() + to);
-        }
-    pool.dev.k.upload(pool.host.k.data(), pool.host.k.size());
-    pool.dev.v.upload(pool.host.v.data(), pool.host.v.size());
-    gpu::set_block_tables(pool.dev, table.blocks, 1, nullptr);
+    for (KVPrecision kp : {KVPrecision::f32, KVPrecision::bf16}) {
+        INFO("bf16 cache " << (kp == KVPrecision::bf16));
+        auto [c, dc] = random_cache(1, Hkv, S, D, 50, kp);
+        auto pool = random_pool(n_blocks, bs, Hkv, S, D, 0, kp);
+        BlockTable table{scrambled_blocks(n_blocks), S};
+        for (int h = 0; h < Hkv; h++)
+            for (int p = 0; p < S; p++) {
+                const std::size_t from = (std::size_t(h) * S + p) * D;
+                const std::size_t to = (std::size_t(table.blocks[p / bs]) * Hkv + h) * bs * D + std::size_t(p % bs) * D;
+                std::copy_n(c.k.data() + from, D, pool.host.k.data() + to);
+                std::copy_n(c.v.data() + from, D, pool.host.v.data() + to);
+            }
+        upload_kv(pool.dev, pool.host.k, pool.host.v);
+        gpu::set_block_tables(pool.dev, table.blocks, 1, nullptr);
 
-    const std::vector<int> slots = {0, 0, 0, 0}, pos = {0, 16, 200, 319};
-    const int rows = int(slots.size());
-    auto dq = dev(randn(std::size_t(rows) * H * D, 51));
-    auto dslots = dev(slots), dpos = dev(pos);
-    DeviceBuffer<float> dscratch(gpu::attention_decode_scratch(rows, H, S, D));
-    DeviceBuffer<float> a(std::size_t(rows) * H * D), b(std::size_t(rows) * H * D);
-    gpu::attention_decode(a.data(), dq.data(), H * D, dc.layer(0), dslots.data(), dpos.data(), rows, H,
-                          dscratch.data(), nullptr);
-    gpu::attention_decode(b.data(), dq.data(), H * D, pool.dev.layer(0), dslots.data(), dpos.data(), rows, H,
-                          dscratch.data(), nullptr);
-    CHECK(host(a) == host(b));
+        const std::vector<int> slots = {0, 0, 0, 0}, pos = {0, 16, 200, 319};
+        const int rows = int(slots.size());
+        auto dq = dev(randn(std::size_t(rows) * H * D, 51));
+        auto dslots = dev(slots), dpos = dev(pos);
+        DeviceBuffer<float> dscratch(gpu::attention_decode_scratch(rows, H, S, D));
+        DeviceBuffer<float> a(std::size_t(rows) * H * D), b(std::size_t(rows) * H * D);
+        gpu::attention_decode(a.data(), dq.data(), H * D, dc.layer(0), dslots.data(), dpos.data(), rows, H,
+                              dscratch.data(), nullptr);
+        gpu::attention_decode(b.data(), dq.data(), H * D, pool.dev.layer(0), dslots.data(), dpos.data(), rows, H,
+                              dscratch.data(), nullptr);
+        CHECK(host(a) == host(b));
+    }
 }
 
 // Prefill attention: T queries of one sequence after `start` cached positions,

@@ -69,10 +69,16 @@ Pair engines(const std::shared_ptr<const Model>& m, int batch, int max_seq = 0) 
     return p;
 }
 
-// Sets PDLAB_CUDA_GRAPHS for the engines made while it lives.
-struct GraphsSetting {
-    explicit GraphsSetting(bool on) { setenv("PDLAB_CUDA_GRAPHS", on ? "1" : "0", 1); }
-    ~GraphsSetting() { unsetenv("PDLAB_CUDA_GRAPHS"); }
+// Sets an environment variable (PDLAB_CUDA_GRAPHS, PDLAB_CUDA_KV, ...) for
+// the engines made while it lives.
+struct EnvSetting {
+    EnvSetting(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+    ~EnvSetting() { unsetenv(name_); }
+    EnvSetting(const EnvSetting&) = delete;
+    EnvSetting& operator=(const EnvSetting&) = delete;
+
+private:
+    const char* name_;
 };
 
 // top-1 minus top-2 logit: how far a greedy choice is from a tie.
@@ -112,46 +118,43 @@ void check_greedy(Engine& cpu, Engine& gpu, const std::vector<int>& prompt, int 
     }
 }
 
-}  // namespace
+// Logits of the GPU and the CPU engine on one model: prefill (every
+// position), decode steps, a second sequence prefilled in chunks, and both
+// decoded together.
+void check_logits_match(const char* spec, Precision p) {
+    auto lm = load_model(spec, p, false, kBoth);
+    const int V = lm.model->config.vocab_size, T = 20;
+    const float tol = tol_for(p);
+    Pair e = engines(lm.model, 2);
+    auto toks = some_tokens(T, V, 1);
+    auto cpu_all = copy(e.cpu->prefill(0, toks, Keep::all), T, V);
+    auto gpu_all = copy(e.gpu->prefill(0, toks, Keep::all), T, V);
+    check_close(gpu_all, cpu_all, tol, tol, "prefill logits, every position");
+    CHECK(e.gpu->cache_len(0) == T);
 
-TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
-    for (const char* spec : kModels)
-        for (Precision p : kPrecisions) {
-            INFO(spec << " " << precision_name(p));
-            auto lm = load_model(spec, p, false, kBoth);
-            const int V = lm.model->config.vocab_size, T = 20;
-            const float tol = tol_for(p);
-            Pair e = engines(lm.model, 2);
-            auto toks = some_tokens(T, V, 1);
-            auto cpu_all = copy(e.cpu->prefill(0, toks, Keep::all), T, V);
-            auto gpu_all = copy(e.gpu->prefill(0, toks, Keep::all), T, V);
-            check_close(gpu_all, cpu_all, tol, tol, "prefill logits, every position");
-            CHECK(e.gpu->cache_len(0) == T);
-
-            // Decode steps, then a second sequence prefilled in chunks (7 + 13
-            // tokens, continuing its cache) and both decoded together.
-            int slot0 = 0;
-            for (int i = 0; i < 6; i++) {
-                int tok = (i * 13 + 3) % V;
-                auto c = copy(e.cpu->decode({&slot0, 1}, {&tok, 1}), 1, V);
-                auto g = copy(e.gpu->decode({&slot0, 1}, {&tok, 1}), 1, V);
-                check_close(g, c, tol, tol, fmt::format("decode step {}", i));
-            }
-            auto toks2 = some_tokens(20, V, 2);
-            for (auto [a, n] : {std::pair{0, 7}, std::pair{7, 13}}) {
-                auto c = copy(e.cpu->prefill(1, {toks2.data() + a, std::size_t(n)}), 1, V);
-                auto g = copy(e.gpu->prefill(1, {toks2.data() + a, std::size_t(n)}), 1, V);
-                check_close(g, c, tol, tol, fmt::format("chunked prefill, chunk at {}", a));
-            }
-            std::vector<int> slots = {1, 0}, next = {5, 9};
-            for (int i = 0; i < 4; i++) {
-                auto c = copy(e.cpu->decode(slots, next), 2, V);
-                auto g = copy(e.gpu->decode(slots, next), 2, V);
-                check_close(g, c, tol, tol, fmt::format("batched decode step {}", i));
-            }
-            CHECK(e.gpu->cache_len(0) == T + 6 + 4);
-            CHECK(e.gpu->cache_len(1) == 20 + 4);
-        }
+    // Decode steps, then a second sequence prefilled in chunks (7 + 13
+    // tokens, continuing its cache) and both decoded together.
+    int slot0 = 0;
+    for (int i = 0; i < 6; i++) {
+        int tok = (i * 13 + 3) % V;
+        auto c = copy(e.cpu->decode({&slot0, 1}, {&tok, 1}), 1, V);
+        auto g = copy(e.gpu->decode({&slot0, 1}, {&tok, 1}), 1, V);
+        check_close(g, c, tol, tol, fmt::format("decode step {}", i));
+    }
+    auto toks2 = some_tokens(20, V, 2);
+    for (auto [a, n] : {std::pair{0, 7}, std::pair{7, 13}}) {
+        auto c = copy(e.cpu->prefill(1, {toks2.data() + a, std::size_t(n)}), 1, V);
+        auto g = copy(e.gpu->prefill(1, {toks2.data() + a, std::size_t(n)}), 1, V);
+        check_close(g, c, tol, tol, fmt::format("chunked prefill, chunk at {}", a));
+    }
+    std::vector<int> slots = {1, 0}, next = {5, 9};
+    for (int i = 0; i < 4; i++) {
+        auto c = copy(e.cpu->decode(slots, next), 2, V);
+        auto g = copy(e.gpu->decode(slots, next), 2, V);
+        check_close(g, c, tol, tol, fmt::format("batched decode step {}", i));
+    }
+    CHECK(e.gpu->cache_len(0) == T + 6 + 4);
+    CHECK(e.gpu->cache_len(1) == 20 + 4);
 }
 
 // The paged serving engine on both devices, driven by one script: a prompt
@@ -160,66 +163,121 @@ TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
 // sequence brings a chunk while the other decodes, and decode steps of
 // both. Block size 8: lengths end mid-block. Each step's next tokens come
 // from the CPU's logits and go to both engines.
+void check_paged_serving_matches(const char* spec, Precision p) {
+    auto lm = load_model(spec, p, false, kBoth);
+    const int V = lm.model->config.vocab_size;
+    const float tol = tol_for(p);
+    serve::PagedOptions o;
+    o.block_size = 8;
+    o.total_blocks = 40;
+    auto cpu = serve::make_paged_serving_engine(lm.model, o);
+    o.device = Device::cuda;
+    auto gpu = serve::make_paged_serving_engine(lm.model, o);
+    auto step = [&](std::vector<serve::SeqWork> work, int n_logits, const std::string& what) {
+        for (const serve::SeqWork& w : work) {
+            const int len = cpu->cached_len(w.seq) + int(w.tokens.size());
+            REQUIRE(cpu->reserve(w.seq, len));
+            REQUIRE(gpu->reserve(w.seq, len));
+        }
+        auto c = copy(cpu->step(work), n_logits, V);
+        auto g = copy(gpu->step(work), n_logits, V);
+        if (n_logits > 0) check_close(g, c, tol, tol, what);
+        return c;
+    };
+    auto argmax = [&](const std::vector<float>& l, int row) {
+        return int(std::max_element(l.begin() + std::size_t(row) * V, l.begin() + std::size_t(row + 1) * V) -
+                   (l.begin() + std::size_t(row) * V));
+    };
+    auto a = some_tokens(21, V, 4);
+    CHECK(cpu->open(0, a) == 0);
+    CHECK(gpu->open(0, a) == 0);
+    step({{0, {a.data(), 13}, false}}, 0, "prompt's first chunk, no logits");
+    auto l = step({{0, {a.data() + 13, 8}, true}}, 1, "prompt's second chunk");
+    // The second prompt starts with a's first 16 tokens: two cached blocks.
+    auto b = a;
+    b.resize(16);
+    for (int t : some_tokens(11, V, 5)) b.push_back(t);
+    CHECK(cpu->open(1, b) == 16);
+    CHECK(gpu->open(1, b) == 16);
+    std::vector<int> next0 = {argmax(l, 0)};
+    l = step({{1, {b.data() + 16, 6}, false}, {0, next0, true}}, 1, "mixed: chunk without logits + decode");
+    next0 = {argmax(l, 0)};
+    l = step({{0, next0, true}, {1, {b.data() + 22, 5}, true}}, 2, "mixed: decode + last chunk");
+    std::vector<int> next1 = {argmax(l, 1)};
+    next0 = {argmax(l, 0)};
+    for (int i = 0; i < 5; i++) {
+        l = step({{1, next1, true}, {0, next0, true}}, 2, fmt::format("decode step {}", i));
+        next1 = {argmax(l, 0)}, next0 = {argmax(l, 1)};
+    }
+    CHECK(gpu->cached_len(0) == cpu->cached_len(0));
+    CHECK(gpu->cached_len(1) == 27 + 5);
+    CHECK(gpu->free_blocks() == cpu->free_blocks());
+    gpu->close(0), cpu->close(0);
+    gpu->close(1), cpu->close(1);
+}
+
+}  // namespace
+
+TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
+    for (const char* spec : kModels)
+        for (Precision p : kPrecisions) {
+            INFO(spec << " " << precision_name(p));
+            check_logits_match(spec, p);
+        }
+}
+
 TEST_CASE("gpu.model.paged_serving_matches_cpu") {
     for (const char* spec : kModels)
         for (Precision p : {Precision::f32, Precision::bf16}) {
             INFO(spec << " " << precision_name(p));
-            auto lm = load_model(spec, p, false, kBoth);
-            const int V = lm.model->config.vocab_size;
-            const float tol = tol_for(p);
-            serve::PagedOptions o;
-            o.block_size = 8;
-            o.total_blocks = 40;
-            auto cpu = serve::make_paged_serving_engine(lm.model, o);
-            o.device = Device::cuda;
-            auto gpu = serve::make_paged_serving_engine(lm.model, o);
-            auto step = [&](std::vector<serve::SeqWork> work, int n_logits, const std::string& what) {
-                for (const serve::SeqWork& w : work) {
-                    const int len = cpu->cached_len(w.seq) + int(w.tokens.size());
-                    REQUIRE(cpu->reserve(w.seq, len));
-                    REQUIRE(gpu->reserve(w.seq, len));
-                }
-                auto c = copy(cpu->step(work), n_logits, V);
-                auto g = copy(gpu->step(work), n_logits, V);
-                if (n_logits > 0) check_close(g, c, tol, tol, what);
-                return c;
-            };
-            auto argmax = [&](const std::vector<float>& l, int row) {
-                return int(std::max_element(l.begin() + std::size_t(row) * V, l.begin() + std::size_t(row + 1) * V) -
-                           (l.begin() + std::size_t(row) * V));
-            };
-            auto a = some_tokens(21, V, 4);
-            CHECK(cpu->open(0, a) == 0);
-            CHECK(gpu->open(0, a) == 0);
-            step({{0, {a.data(), 13}, false}}, 0, "prompt's first chunk, no logits");
-            auto l = step({{0, {a.data() + 13, 8}, true}}, 1, "prompt's second chunk");
-            // The second prompt starts with a's first 16 tokens: two cached blocks.
-            auto b = a;
-            b.resize(16);
-            for (int t : some_tokens(11, V, 5)) b.push_back(t);
-            CHECK(cpu->open(1, b) == 16);
-            CHECK(gpu->open(1, b) == 16);
-            std::vector<int> next0 = {argmax(l, 0)};
-            l = step({{1, {b.data() + 16, 6}, false}, {0, next0, true}}, 1, "mixed: chunk without logits + decode");
-            next0 = {argmax(l, 0)};
-            l = step({{0, next0, true}, {1, {b.data() + 22, 5}, true}}, 2, "mixed: decode + last chunk");
-            std::vector<int> next1 = {argmax(l, 1)};
-            next0 = {argmax(l, 0)};
-            for (int i = 0; i < 5; i++) {
-                l = step({{1, next1, true}, {0, next0, true}}, 2, fmt::format("decode step {}", i));
-                next1 = {argmax(l, 0)}, next0 = {argmax(l, 1)};
-            }
-            CHECK(gpu->cached_len(0) == cpu->cached_len(0));
-            CHECK(gpu->cached_len(1) == 27 + 5);
-            CHECK(gpu->free_blocks() == cpu->free_blocks());
-            gpu->close(0), cpu->close(0);
-            gpu->close(1), cpu->close(1);
+            check_paged_serving_matches(spec, p);
         }
+}
+
+// PDLAB_CUDA_KV=bf16: the cache in bf16, read by the flash prefill and the
+// decode kernel, for the weights it serves (bf16 and int8; the paged engine
+// in bf16, as above), contiguous and paged, against the CPU's f32 cache.
+// Within the bf16 tolerance: these models already round every product's
+// input (and the flash prefill its q, K and V) to bf16, and rounding the
+// cached K and V too moves a score by about 2^-9 of its size, well inside
+// the 6e-2 those roundings allow. Greedy ids as elsewhere (a divergence only
+// at a near tie).
+TEST_CASE("gpu.model.bf16_kv_cache_matches_cpu") {
+    EnvSetting kv("PDLAB_CUDA_KV", "bf16");
+    for (const char* spec : kModels)
+        for (Precision p : {Precision::bf16, Precision::int8_g64}) {
+            INFO(spec << " " << precision_name(p));
+            check_logits_match(spec, p);
+            if (p == Precision::bf16) check_paged_serving_matches(spec, p);  // the paged engine's weights above
+            auto lm = load_model(spec, p, false, kBoth);
+            Pair e = engines(lm.model, 1);
+            CHECK(e.gpu->timing_method().find("bf16 K/V") != std::string::npos);
+            check_greedy(*e.cpu, *e.gpu, some_tokens(9, lm.model->config.vocab_size, 3), 40, tol_for(p));
+        }
+}
+
+// What PDLAB_CUDA_KV=bf16 cannot serve, and values it does not know, are
+// refused with one clear message (UserError: pdlab exits 2).
+TEST_CASE("gpu.model.bf16_kv_cache_refusals") {
+    auto f32_model = load_model(kModels[0], Precision::f32, false, kBoth);
+    auto bf16_model = load_model(kModels[0], Precision::bf16, false, kBoth);
+    EngineOptions o;
+    o.device = Device::cuda;
+    {
+        EnvSetting kv("PDLAB_CUDA_KV", "bf16");
+        CHECK_THROWS_WITH_AS(make_engine(f32_model.model, o), doctest::Contains("needs bf16 or int8 weights"),
+                             UserError);
+        EnvSetting flash("PDLAB_CUDA_FLASH", "0");
+        CHECK_THROWS_WITH_AS(make_engine(bf16_model.model, o), doctest::Contains("needs the flash prefill"),
+                             UserError);
+    }
+    EnvSetting kv("PDLAB_CUDA_KV", "fp8");
+    CHECK_THROWS_WITH_AS(make_engine(bf16_model.model, o), doctest::Contains("not a KV cache precision"), UserError);
 }
 
 TEST_CASE("gpu.model.greedy_ids_match_cpu") {
     for (bool graphs : {true, false}) {
-        GraphsSetting setting(graphs);
+        EnvSetting setting("PDLAB_CUDA_GRAPHS", graphs ? "1" : "0");
         for (const char* spec : kModels)
             for (Precision p : kPrecisions) {
                 INFO(spec << " " << precision_name(p) << " graphs " << graphs);
