@@ -106,27 +106,33 @@ def check_batch(j, problems):
             problems.append("-B 2 %s: greedy tokens %s" % (e["precision"], rows))
 
 
+def check_single(j, problems):
+    if "entries" in j or len(j["decode_step_ms"]) != STEPS * REPEATS:
+        problems.append("one precision: not the one-run JSON (%s)" % sorted(j))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pdlab", required=True)
     a = ap.parse_args()
     pdlab = os.path.abspath(a.pdlab)
-    problems = []
+    results = {}  # check name -> its problems
     with tempfile.TemporaryDirectory(prefix="pdlab_turns_") as work:
         turns = bench(pdlab, work, "turns", ",".join(PRECISIONS))
         if turns.get("mode") != "turns" or len(turns.get("entries", [])) != len(PRECISIONS):
             sys.exit("FAIL: no turns JSON: %s" % sorted(turns))
-        check_entries(turns, problems)
-        check_ratios(turns, problems)
-        check_tokens(pdlab, work, turns, problems)
-        check_batch(bench(pdlab, work, "batch2", ",".join(PRECISIONS), "-B", "2"), problems)
-        single = bench(pdlab, work, "single", "bf16")
-        if "entries" in single or len(single["decode_step_ms"]) != STEPS * REPEATS:
-            problems.append("one precision: not the one-run JSON (%s)" % sorted(single))
-    for p in problems:
-        print("FAIL " + p)
-    print("%d problems" % len(problems))
-    sys.exit(1 if problems else 0)
+        for name, check in (("entries", lambda p: check_entries(turns, p)),
+                            ("ratios", lambda p: check_ratios(turns, p)),
+                            ("tokens", lambda p: check_tokens(pdlab, work, turns, p)),
+                            ("batch", lambda p: check_batch(bench(pdlab, work, "b2", ",".join(PRECISIONS), "-B", "2"), p)),
+                            ("single", lambda p: check_single(bench(pdlab, work, "single", "bf16"), p))):
+            results[name] = []
+            check(results[name])
+    for name, problems in results.items():
+        print("%s %s%s" % ("FAIL" if problems else "PASS", name, ": " + "; ".join(problems) if problems else ""))
+    failed = sum(1 for p in results.values() if p)
+    print("%d passed, %d failed" % (len(results) - failed, failed))
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
