@@ -27,7 +27,7 @@ def main():
     roof = json.load(open(f"{stem}-roofline.json"))
     bw = roof["bandwidth_gbps"]
     peaks = {"f32": roof["peak_gflops_f32"], "bf16": roof["peak_gflops_bf16"]}
-    colors = {"f32": "tab:blue", "bf16": "tab:orange"}
+    colors = {"f32": "tab:blue", "bf16": "tab:orange", "int8": "tab:green"}  # int8: points only, no roof
 
     # DRAM bandwidth drifts on a shared machine: draw the roof at the lowest and
     # the highest bandwidth any run of this result measured next to its timings.
@@ -57,7 +57,7 @@ def main():
             continue
         j = json.load(open(path))
         p, model = j["precision"], j["model"].split(":", 1)[-1]
-        if model != "bench-llama-125m":
+        if model != "bench-llama-125m" or j.get("mode") == "turns":  # turns: the tg runs' twins
             continue  # one model keeps the picture readable; the table has the rest
         points = []
         if j["batch"] == 1 and j.get("prefill_intensity") and j["prefill_ms_median"] > 0:

@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 
+#include "engine/sampler.hpp"
+
 namespace pd {
 
 void validate(const BenchOptions& o, const Engine& e) {
@@ -35,16 +37,6 @@ int process_threads() {
     return 0;
 }
 
-namespace {
-
-// Counters exported by bench/malloc_count.so when it is preloaded
-// (LD_PRELOAD); absent otherwise.
-using Counter = long (*)();
-Counter find_counter(const char* name) {
-    return reinterpret_cast<Counter>(::dlsym(RTLD_DEFAULT, name));
-}
-
-// B prompts of P token ids drawn from the seed: (B, P).
 std::vector<std::vector<int>> bench_prompts(const BenchOptions& o, int vocab) {
     std::mt19937_64 rng(o.seed);
     std::uniform_int_distribution<int> dist(0, vocab - 1);
@@ -52,6 +44,15 @@ std::vector<std::vector<int>> bench_prompts(const BenchOptions& o, int vocab) {
     for (auto& p : prompts)
         for (int& t : p) t = dist(rng);
     return prompts;
+}
+
+namespace {
+
+// Counters exported by bench/malloc_count.so when it is preloaded
+// (LD_PRELOAD); absent otherwise.
+using Counter = long (*)();
+Counter find_counter(const char* name) {
+    return reinterpret_cast<Counter>(::dlsym(RTLD_DEFAULT, name));
 }
 
 // The matrix peak (given, or probed: it allocates and JIT-compiles, so it
@@ -68,46 +69,99 @@ void set_peak(BenchResult& r, const BenchOptions& o, Precision precision, bool c
     }
 }
 
-// Warm-up and measured runs: each resets the B sequences, prefills them
-// (timed together), then times `gen` decode steps. Counts heap allocations
-// and threads created during the measured decode loops when
-// bench/malloc_count.so is preloaded.
-void time_runs(Engine& engine, const BenchOptions& o, const std::vector<std::vector<int>>& prompts,
-               BenchResult& r) {
-    std::vector<int> slots(o.batch), tokens(o.batch);
-    for (int b = 0; b < o.batch; b++) slots[b] = b;
-    // Everything the timed loop touches is sized before it starts: the sample
-    // vectors, and the step closure (std::ref: std::function stores the
-    // reference in place, no heap).
+// One engine's part in the runs: its result, and the token each of its B
+// sequences decodes next (greedy: the argmax of that sequence's last logits).
+struct Lane {
+    Engine* engine;
+    BenchResult* r;
+    std::vector<int> next;  // (B)
+};
+
+// Resets the B sequences and prefills them one after another, each timed;
+// each prompt's argmax (taken after its clock stops) is its first token.
+// Returns the prefill time of all B, in ms.
+double prefill_lane(Lane& l, const std::vector<std::vector<int>>& prompts) {
+    Engine& e = *l.engine;
+    const int V = e.config().vocab_size;
+    double ms = 0;
+    for (int b = 0; b < int(prompts.size()); b++) {
+        e.reset(b);
+        const float* logits = nullptr;
+        ms += e.time_ms([&] { logits = e.prefill(b, prompts[b]); });
+        l.next[b] = argmax(logits, V);
+        l.r->greedy_ids[b].assign(1, l.next[b]);  // a new run: its first token
+    }
+    return ms;
+}
+
+// One decode step of the B sequences, timed; each row's argmax (taken after
+// the clock stops) is that sequence's next token. The step closure is passed
+// by std::ref: std::function then stores the reference in place, no heap.
+double decode_lane(Lane& l, std::span<const int> slots) {
+    Engine& e = *l.engine;
+    const float* logits = nullptr;  // (B, vocab)
+    auto step = [&] { logits = e.decode(slots, l.next); };
+    const double ms = e.time_ms(std::ref(step));
+    const int V = e.config().vocab_size;
+    for (std::size_t b = 0; b < l.next.size(); b++) {
+        l.next[b] = argmax(logits + b * V, V);
+        l.r->greedy_ids[b].push_back(l.next[b]);  // capacity reserved: no heap
+    }
+    return ms;
+}
+
+// Heap allocations and thread creations counted around one decode step,
+// added to the lane's totals (only when bench/malloc_count.so is preloaded).
+struct LoopCounters {
+    Counter allocs = find_counter("pdlab_alloc_count");
+    Counter threads_made = find_counter("pdlab_thread_count");
+
+    void start(BenchResult& r) const {
+        if (allocs) r.decode_allocations = 0;
+        if (threads_made) r.decode_threads_created = 0;
+    }
+    double counted_step(Lane& l, std::span<const int> slots, bool measured) const {
+        const long a0 = allocs ? allocs() : 0, t0 = threads_made ? threads_made() : 0;
+        const double ms = decode_lane(l, slots);
+        if (measured && allocs) l.r->decode_allocations += allocs() - a0;
+        if (measured && threads_made) l.r->decode_threads_created += threads_made() - t0;
+        return ms;
+    }
+};
+
+// Everything the timed loop touches is sized before it starts: the sample
+// vectors and the greedy tokens.
+void reserve_samples(BenchResult& r, const BenchOptions& o) {
     r.prefill_ms.reserve(o.repeats);
     r.decode_step_ms.reserve(std::size_t(o.repeats) * o.gen);
-    auto step = [&] { engine.decode(slots, tokens); };
-    auto prefill_all = [&] {
-        for (int b = 0; b < o.batch; b++) engine.prefill(b, prompts[b]);
-    };
-    const Counter allocs = find_counter("pdlab_alloc_count");
-    const Counter threads_made = find_counter("pdlab_thread_count");
-    long alloc_total = 0, threads_total = 0;
+    r.greedy_ids.assign(o.batch, {});
+    for (auto& ids : r.greedy_ids) ids.reserve(std::size_t(o.gen) + 1);
+}
+
+// Warm-up and measured runs: each prefills every lane's B sequences afresh,
+// then takes `gen` rounds, a round being one timed decode step of each lane
+// in turn. Only the measured runs' samples are kept.
+void time_runs(std::vector<Lane>& lanes, const BenchOptions& o, const std::vector<std::vector<int>>& prompts) {
+    std::vector<int> slots(o.batch);
+    for (int b = 0; b < o.batch; b++) slots[b] = b;
+    const LoopCounters counters;
+    for (Lane& l : lanes) {
+        reserve_samples(*l.r, o);
+        counters.start(*l.r);
+    }
     for (int run = 0; run < o.warmup + o.repeats; run++) {
         const bool measured = run >= o.warmup;
-        for (int b = 0; b < o.batch; b++) engine.reset(b);
-        double pre = engine.time_ms(std::ref(prefill_all));
-        if (measured) r.prefill_ms.push_back(pre);
-        // Decode feeds fixed tokens: the work per step does not depend on which.
-        for (int b = 0; b < o.batch; b++) tokens[b] = prompts[b][0];
-        const long a0 = allocs ? allocs() : 0, t0 = threads_made ? threads_made() : 0;
-        for (int s = 0; s < o.gen; s++) {
-            double ms = engine.time_ms(std::ref(step));
-            if (measured) r.decode_step_ms.push_back(ms);
+        for (Lane& l : lanes) {
+            const double ms = prefill_lane(l, prompts);
+            if (measured) l.r->prefill_ms.push_back(ms);
         }
-        if (measured) {
-            alloc_total += allocs ? allocs() - a0 : 0;
-            threads_total += threads_made ? threads_made() - t0 : 0;
-        }
-        r.final_cache_len = engine.cache_len(0);
+        for (int s = 0; s < o.gen; s++)
+            for (Lane& l : lanes) {
+                const double ms = counters.counted_step(l, slots, measured);
+                if (measured) l.r->decode_step_ms.push_back(ms);
+            }
+        for (Lane& l : lanes) l.r->final_cache_len = l.engine->cache_len(0);
     }
-    if (allocs) r.decode_allocations = alloc_total;
-    if (threads_made) r.decode_threads_created = threads_total;
 }
 
 // Statistics, rates, and the floors of both phases under this run's ceilings.
@@ -127,21 +181,35 @@ void summarize_run(BenchResult& r, const BenchOptions& o, const Config& c, Preci
 }  // namespace
 
 BenchResult run_bench(Engine& engine, const BenchOptions& o) {
-    validate(o, engine);
-    const Precision precision = engine.host_model().precision;
-    const bool cpu = engine.device() == Device::cpu;
-    const bool probe_bandwidth = cpu && o.bandwidth_probe_s > 0;
-    const auto prompts = bench_prompts(o, engine.config().vocab_size);
+    Engine* one[] = {&engine};
+    return run_bench_turns(one, o)[0];
+}
 
-    BenchResult r;
-    set_peak(r, o, precision, cpu);
-    r.threads_before = process_threads();
-    if (probe_bandwidth) r.bandwidth_before = quick_bandwidth(o.bandwidth_probe_s);
-    time_runs(engine, o, prompts, r);
-    if (probe_bandwidth) r.bandwidth_after = quick_bandwidth(o.bandwidth_probe_s);
-    r.threads_after = process_threads();
-    summarize_run(r, o, engine.config(), precision);
-    return r;
+std::vector<BenchResult> run_bench_turns(std::span<Engine* const> engines, const BenchOptions& o) {
+    for (Engine* e : engines) validate(o, *e);
+    const Engine& first = *engines.front();
+    const bool cpu = first.device() == Device::cpu;
+    const bool probe_bandwidth = cpu && o.bandwidth_probe_s > 0;
+    const auto prompts = bench_prompts(o, first.config().vocab_size);
+
+    std::vector<BenchResult> results(engines.size());
+    std::vector<Lane> lanes;
+    for (std::size_t i = 0; i < engines.size(); i++) {
+        set_peak(results[i], o, engines[i]->host_model().precision, cpu);
+        lanes.push_back({engines[i], &results[i], std::vector<int>(o.batch)});
+    }
+    const int threads_before = process_threads();
+    const BandwidthResult before = probe_bandwidth ? quick_bandwidth(o.bandwidth_probe_s) : BandwidthResult{};
+    time_runs(lanes, o, prompts);
+    const BandwidthResult after = probe_bandwidth ? quick_bandwidth(o.bandwidth_probe_s) : BandwidthResult{};
+    const int threads_after = process_threads();
+    for (std::size_t i = 0; i < engines.size(); i++) {
+        BenchResult& r = results[i];
+        r.threads_before = threads_before, r.threads_after = threads_after;
+        r.bandwidth_before = before, r.bandwidth_after = after;
+        summarize_run(r, o, engines[i]->config(), engines[i]->host_model().precision);
+    }
+    return results;
 }
 
 }  // namespace pd

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/engine.hpp"
@@ -48,10 +49,26 @@ struct BenchResult {
     long decode_allocations = -1;
     long decode_threads_created = -1;
     int threads_before = 0, threads_after = 0;
+    // (B, 1 + gen) the greedy tokens of the last run: the argmax of each
+    // prompt's last logits, then of each decode step's (each is the token
+    // the next step decodes).
+    std::vector<std::vector<int>> greedy_ids;
 };
 
 void validate(const BenchOptions& o, const Engine& e);
 BenchResult run_bench(Engine& engine, const BenchOptions& o);
+
+// run_bench on the same model in several engines (e.g. one per precision),
+// each with its own KV cache and the same prompts, their decode steps taken
+// in turns: engine 0, 1, 2, 0, 1, 2, ... one step each. Sample k of every
+// result's decode_step_ms comes from the same round, so a ratio between two
+// engines can be taken per round, under the same DRAM bandwidth, which on a
+// shared machine drifts within seconds. The bandwidth is probed once before
+// and once after all of them. One result per engine, in order.
+std::vector<BenchResult> run_bench_turns(std::span<Engine* const> engines, const BenchOptions& o);
+
+// The B prompts of P token ids every run feeds (drawn from o.seed): (B, P).
+std::vector<std::vector<int>> bench_prompts(const BenchOptions& o, int vocab);
 
 // Threads of this process now (from /proc/self/status; 0 if unknown).
 int process_threads();

@@ -1,24 +1,32 @@
 // pdlab bench: model-side prefill time and per-step decode time, each next to
-// the floor this machine allows for it.
+// the floor this machine allows for it; with several precisions, their decode
+// steps in turns (cmd_bench_turns.cpp).
+#include "cmd_bench.hpp"
+
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 
-#include <nlohmann/json.hpp>
-
-#include "measure/bench.hpp"
-#include "cli_common.hpp"
 #include "commands.hpp"
 #include "measure/hardware.hpp"
 
 namespace pd::cli {
 
+double decode_vs_floor(const BenchResult& r) { return r.decode_step.median / r.decode_floor.floor_ms; }
+double decode_effective_gbps(const BenchResult& r) { return r.decode_floor.bytes / (r.decode_step.median * 1e6); }
+
 namespace {
 
-struct BenchCliOptions {
-    CommonOptions common;
-    BenchOptions bench;
-};
+// bench's --precision takes a comma list: the common option's check of one
+// name is switched off, and parse_precision_list checks each item instead.
+void accept_precision_list(CLI::App* sub) {
+    CLI::Option* precision = sub->get_option("--precision");
+    precision->get_validator()->active(false);
+    precision->description(precision->get_description() +
+                           " A comma list (e.g. f32,bf16,int8) times them in turns (see above).");
+}
 
 CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
     auto* sub = app.add_subcommand("bench",
@@ -32,8 +40,17 @@ CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
         "on a shared machine it drifts, so a ratio is only honest against its own run's.\n"
         "Run it under bench/malloc_count.so (LD_PRELOAD) to also count heap allocations and\n"
         "thread creations inside the decode loop (bench/run does).\n"
-        "Example: pdlab bench --model synthetic:bench-llama-125m --prompt-len 512 --gen 32 --threads 2");
+        "Several precisions (--precision f32,bf16,int8) load the model once in each, every one with\n"
+        "its own KV cache and the same prompt, and take their decode steps in turns (f32, bf16,\n"
+        "int8, f32, ...: a round is one step of each). Why: DRAM bandwidth drifts by a quarter\n"
+        "within a minute on a shared machine, so runs made one after another can land on\n"
+        "different phases and their ratio measures the drift; steps in turns share it. Each pair's\n"
+        "speed-up is the median of its per-round ratios, printed next to what the bytes allow.\n"
+        "Example: pdlab bench --model synthetic:bench-llama-125m --prompt-len 512 --gen 32 --threads 2\n"
+        "         pdlab bench -m synthetic:bench-llama-125m --precision f32,bf16,int8 -P 128 -n 64 -r 3");
     add_common(sub, o.common);
+    accept_precision_list(sub);
+    o.group_size = sub->get_option("--group-size");
     add_workload(sub, o.bench);
     sub->add_option("--peak-gflops", o.bench.peak_gflops,
                     "matrix peak for the prefill floor, in GFLOP/s (default: measure it with a "
@@ -46,13 +63,11 @@ CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
 }
 
 // Measured time over the floor's (how far from what the machine allows), and the
-// GFLOP/s or GB/s actually reached; 0 where there is no floor or no decode.
+// GFLOP/s actually reached.
 double prefill_vs_floor(const BenchResult& r) { return r.prefill.median / r.prefill_floor.floor_ms; }
 double prefill_fraction_of_peak(const BenchResult& r) {
     return r.prefill_floor.flops / (r.prefill.median * 1e6) / r.peak_gflops;
 }
-double decode_vs_floor(const BenchResult& r) { return r.decode_step.median / r.decode_floor.floor_ms; }
-double decode_effective_gbps(const BenchResult& r) { return r.decode_floor.bytes / (r.decode_step.median * 1e6); }
 
 void print_floors(const BenchOptions& b, const BenchResult& r) {
     std::printf("ceilings DRAM read %.1f GB/s before, %.1f after (floors use %.1f); matrix peak %.0f GFLOP/s (%s)\n",
@@ -78,6 +93,30 @@ void print_bench(const BenchOptions& b, const BenchResult& r) {
         std::printf("checks   decode loop: %ld heap allocations, %ld threads created (process threads %d before, %d after)\n",
                     r.decode_allocations, r.decode_threads_created, r.threads_before, r.threads_after);
 }
+
+// "f32, bf16" -> {"f32", "bf16"}: each item a precision, none twice; and
+// the options that do not fit the list refused before anything loads.
+std::vector<std::string> parse_precision_list(const BenchCliOptions& o) {
+    const std::string& list = o.common.precision;
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (std::size_t start = 0; start <= list.size();) {
+        std::size_t end = std::min(list.find(',', start), list.size());
+        const std::string item = list.substr(start, end - start);
+        if (item.empty()) fail("--precision \"{}\" has an empty item (expected e.g. f32,bf16,int8)", list);
+        if (item != "f32" && item != "bf16" && item != "int8")
+            fail("--precision: \"{}\" is not a precision; each item must be f32, bf16 or int8", item);
+        if (!seen.insert(item).second)
+            fail("--precision names {} twice: each precision takes one step per round", item);
+        names.push_back(item);
+        start = end + 1;
+    }
+    if (o.group_size->count() > 0 && !seen.count("int8"))
+        fail("--group-size is an int8 option, and --precision {} has no int8: add int8 or drop --group-size", list);
+    return names;
+}
+
+}  // namespace
 
 // What ran, where, and how it was timed.
 void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& engine) {
@@ -145,16 +184,24 @@ void add_floor_fields(nlohmann::json& j, const BenchOptions& b, const BenchResul
     j["decode_effective_gbps"] = b.gen > 0 ? decode_effective_gbps(r) : 0.0;
 }
 
+std::string cpu_kernels(const Engine& engine) {
+    // Only a CPU engine packs the weights for the CPU kernels.
+    return engine.device() == Device::cpu ? describe_kernels(cpu_weights(engine.host_model()).layers[0].qkv) : "";
+}
+
+namespace {
+
 int run_bench_command(const BenchCliOptions& o) {
+    const std::vector<std::string> precisions = parse_precision_list(o);
+    if (precisions.size() > 1) return run_bench_turns_command(o, precisions);
     const BenchOptions& b = o.bench;
     Session s = load_session(o.common);
     start_engine(s, o.common, b.batch, std::int64_t(b.prompt_len) + b.gen);
     std::fprintf(stderr, "benchmarking %s (%s) on %s: P=%d, %d decode steps, batch %d, %d warm-up + %d runs\n",
                  o.common.model.c_str(), o.common.precision.c_str(), s.engine->hardware().c_str(),
                  b.prompt_len, b.gen, b.batch, b.warmup, b.repeats);
-    const bool on_cpu = s.engine->device() == Device::cpu;  // only a CPU run packs for the CPU kernels
-    const std::string kernels = on_cpu ? describe_kernels(cpu_weights(s.engine->host_model()).layers[0].qkv) : "";
-    if (on_cpu) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
+    const std::string kernels = cpu_kernels(*s.engine);
+    if (!kernels.empty()) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
     BenchResult r = run_bench(*s.engine, b);
     print_bench(b, r);
     if (o.common.json.empty()) return 0;
@@ -162,7 +209,7 @@ int run_bench_command(const BenchCliOptions& o) {
     add_run_fields(j, o, *s.engine);
     add_timing_fields(j, r);
     add_floor_fields(j, b, r);
-    if (on_cpu) j["cpu_kernels"] = kernels;
+    if (!kernels.empty()) j["cpu_kernels"] = kernels;
     write_json_file(o.common.json, j);
     return 0;
 }

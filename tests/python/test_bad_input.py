@@ -48,6 +48,10 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   speculate_0            generate  speculate|at least 1
   speculate_past_context generate  context      (--speculate 40 on a 32-position model)
   speculate_no_draft     generate  draft
+  bench_precision_list_* bench     --precision f32,fp8 (fp8), bf16,f32,bf16 (twice), f32,,int8 (empty)
+  bench_group_size_no_int8 bench   --group-size with no int8 in --precision (group-size.*int8)
+  bench_turns_cuda       bench     several precisions with --device cuda (cpu only; also with a GPU)
+  bench_turns_gen_0      bench     several precisions with --gen 0 (--gen)
   serve_*                serve-sim a malformed trace line, an unknown key, a request longer than
                                    the context, a token budget of 0, an unknown --engine, a bad
                                    --goodput or --output-len; the paged KV pool: --block-size 0,
@@ -499,6 +503,14 @@ CASES += [
     ("serve_max_seqs_0", good_llama, "serve", ["--max-seqs", "0"], r"max-seqs"),
     ("serve_kv_blocks_too_few", good_llama, "serve", ["--kv-blocks", "1", "--block-size", "4"], r"kv-blocks"),
     ("serve_kv_blocks_serial", good_llama, "serve", ["--batching", "serial", "--kv-blocks", "8"], r"kv-blocks"),
+    # pdlab bench --precision A,B,...: decode steps in turns (issue 16); each refused before loading
+    ("bench_precision_list_unknown", good_llama, "bench", ["--precision", "f32,fp8"], r"fp8"),
+    ("bench_precision_list_repeated", good_llama, "bench", ["--precision", "bf16,f32,bf16"], r"twice"),
+    ("bench_precision_list_empty_item", good_llama, "bench", ["--precision", "f32,,int8"], r"empty"),
+    ("bench_group_size_no_int8", good_llama, "bench", ["--precision", "f32,bf16", "--group-size", "32"],
+     r"group-size.*int8"),
+    ("bench_turns_cuda", good_llama, "bench", ["--precision", "f32,bf16", "--device", "cuda"], r"cpu only"),
+    ("bench_turns_gen_0", good_llama, "bench", ["--precision", "f32,int8", "--gen", "0"], r"--gen"),
     # lab 07's program (skipped when it is not built): its own flags
     ("lab07_rate_too_low", good_llama, "lab07", ["--rate", "0.001"], r"rate"),
     ("lab07_block_size_0", good_llama, "lab07", ["--block-size", "0"], r"block-size"),
