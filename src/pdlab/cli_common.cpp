@@ -27,7 +27,9 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
                     "f32: weights and math in float32. bf16: weights stored in bfloat16 (half the "
                     "bytes for decode to stream), products accumulated in float32. int8: weights "
                     "quantized at load to 8-bit integers with one float32 scale per --group-size "
-                    "inputs (about a quarter of f32's bytes); decode multiplies them in float32, "
+                    "inputs (about a quarter of f32's bytes); CPU decode multiplies them by the inputs "
+                    "rounded to 16-bit integers (one scale per group), GPU decode by the bfloat16 inputs "
+                    "in float32; "
                     "prefill uses them dequantized to bfloat16 (on the GPU too, which keeps both "
                     "copies).")
         ->check(CLI::IsMember({"f32", "bf16", "int8"}))
