@@ -405,7 +405,7 @@ private:
         const Precision p = model_->w.precision;
         d.bf16 = p != Precision::f32;
         PD_GPU_REQUIRE(rows.size() == std::size_t(m.in) * m.out);
-        if (is_int8(p)) upload_int8(d, rows, int8_group(p));
+        if (is_int8(p)) upload_int8(d, rows, group_size(p));
         else if (d.bf16) d.w = arena_.upload(rounded_to_bf16(rows));
         else d.w = arena_.upload(rows);
         if (!m.bias.empty()) {

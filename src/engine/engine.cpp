@@ -99,6 +99,15 @@ bool cuda_available(std::string* why_not) {
 #endif
 }
 
+void check_device(Device device, Precision precision) {
+    if (device != Device::cuda) return;
+    if (is_int4(precision))  // first, so that the message is the same with or without a GPU
+        fail("--precision int4 runs on the CPU only: the CUDA backend has no 4-bit kernel. Use --device cpu, "
+             "or --precision int8 on the GPU.");
+    std::string why;
+    if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
+}
+
 std::size_t kv_elem_bytes(Device device) {
 #ifdef PDLAB_HAVE_CUDA
     if (device == Device::cuda) return cuda_kv_elem_bytes();
@@ -109,9 +118,8 @@ std::size_t kv_elem_bytes(Device device) {
 
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
     if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
+    check_device(opts.device, model->precision);
     if (opts.device == Device::cuda) {
-        std::string why;
-        if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
 #ifdef PDLAB_HAVE_CUDA
         return make_cuda_engine(std::move(model), opts);
 #endif
@@ -124,9 +132,8 @@ std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> mo
     if (cache.k.empty() != (device == Device::cuda))
         fail("internal error: a paged KV cache stored {} the host for a {} forward pass",
              cache.k.empty() ? "off" : "on", device_name(device));
+    check_device(device, model->precision);
     if (device == Device::cuda) {
-        std::string why;
-        if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
 #ifdef PDLAB_HAVE_CUDA
         return make_cuda_paged_forward(std::move(model), cache);
 #endif

@@ -89,6 +89,10 @@ std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> mo
 // Whether this build has the CUDA backend and a GPU is present right now.
 bool cuda_available(std::string* why_not = nullptr);
 
+// Refuses (UserError, with what to do instead) a device this build or
+// machine lacks, or a precision the device has no kernel for: int4 on CUDA.
+void check_device(Device device, Precision precision);
+
 // Bytes of one cached K or V element on `device`: 4 (f32), or 2 on CUDA with
 // PDLAB_CUDA_KV=bf16. What a paged pool's KV byte budget is divided by.
 std::size_t kv_elem_bytes(Device device);

@@ -25,41 +25,64 @@ const char* precision_name(Precision p) {
         case Precision::int8_g32: return "int8-g32";
         case Precision::int8_g64: return "int8-g64";
         case Precision::int8_g128: return "int8-g128";
+        case Precision::int4_g32: return "int4-g32";
+        case Precision::int4_g64: return "int4-g64";
+        case Precision::int4_g128: return "int4-g128";
     }
     return "?";
 }
 
-Precision int8_precision(int group) {
-    if (group == 32) return Precision::int8_g32;
-    if (group == 64) return Precision::int8_g64;
-    if (group == 128) return Precision::int8_g128;
-    fail("--group-size {} is not supported: use 32, 64 or 128 (inputs per int8 scale)", group);
+static void check_group(int group, const char* what) {
+    if (group != 32 && group != 64 && group != 128)
+        fail("--group-size {} is not supported: use 32, 64 or 128 (inputs per {} scale)", group, what);
 }
 
-Precision parse_precision(const std::string& s, int int8_group) {
+Precision int8_precision(int group) {
+    check_group(group, "int8");
+    return group == 32 ? Precision::int8_g32 : group == 64 ? Precision::int8_g64 : Precision::int8_g128;
+}
+
+Precision int4_precision(int group) {
+    check_group(group, "int4");
+    return group == 32 ? Precision::int4_g32 : group == 64 ? Precision::int4_g64 : Precision::int4_g128;
+}
+
+Precision parse_precision(const std::string& s, int group) {
     if (s == "f32" || s == "fp32" || s == "float32") return Precision::f32;
     if (s == "bf16" || s == "bfloat16") return Precision::bf16;
-    if (s == "int8") return int8_precision(int8_group);
-    fail("unknown precision \"{}\": use f32, bf16 or int8", s);
+    if (s == "int8") return int8_precision(group);
+    if (s == "int4") return int4_precision(group);
+    fail("unknown precision \"{}\": use f32, bf16, int8 or int4", s);
 }
 
-bool is_int8(Precision p) { return int8_group(p) > 0; }
+bool is_int8(Precision p) { return p == Precision::int8_g32 || p == Precision::int8_g64 || p == Precision::int8_g128; }
+bool is_int4(Precision p) { return p == Precision::int4_g32 || p == Precision::int4_g64 || p == Precision::int4_g128; }
+bool is_quantized(Precision p) { return is_int8(p) || is_int4(p); }
 
-int int8_group(Precision p) {
-    return p == Precision::int8_g32 ? 32 : p == Precision::int8_g64 ? 64 : p == Precision::int8_g128 ? 128 : 0;
+int group_size(Precision p) {
+    switch (p) {
+        case Precision::int8_g32: case Precision::int4_g32: return 32;
+        case Precision::int8_g64: case Precision::int4_g64: return 64;
+        case Precision::int8_g128: case Precision::int4_g128: return 128;
+        default: return 0;
+    }
 }
 
-std::size_t bytes_per_weight(Precision p) { return p == Precision::f32 ? 4 : p == Precision::bf16 ? 2 : 1; }
+int quantized_max(Precision p) { return is_int8(p) ? kInt8Max : is_int4(p) ? kInt4Max : 0; }
+
+int weight_bits(Precision p) { return p == Precision::f32 ? 32 : p == Precision::bf16 ? 16 : is_int8(p) ? 8 : 4; }
+
+double bytes_per_weight(Precision p) { return weight_bits(p) / 8.0; }
 
 std::size_t matrix_bytes(int in, int out, Precision p) {
-    const std::size_t values = std::size_t(in) * out * bytes_per_weight(p);
-    if (!is_int8(p)) return values;
-    const std::size_t groups = std::size_t((in + int8_group(p) - 1) / int8_group(p));
+    const std::size_t values = (std::size_t(in) * weight_bits(p) + 7) / 8 * out;
+    if (!is_quantized(p)) return values;
+    const std::size_t groups = std::size_t((in + group_size(p) - 1) / group_size(p));
     return values + groups * out * sizeof(float);
 }
 
 double stored_bytes_per_weight(Precision p) {
-    return double(bytes_per_weight(p)) + (is_int8(p) ? double(sizeof(float)) / int8_group(p) : 0.0);
+    return bytes_per_weight(p) + (is_quantized(p) ? double(sizeof(float)) / group_size(p) : 0.0);
 }
 
 static void reserve_x_scratch(int in);
@@ -89,7 +112,7 @@ void HugePageAllocator<T>::deallocate(T* p, std::size_t n) {
 template struct HugePageAllocator<std::byte>;
 
 // Output n = row `row` of W as column c of its panel (see Linear). f32 and
-// bf16 read the f32 rows; int8 its quantized rows (q, scales of row n).
+// bf16 read the f32 rows; int8 and int4 their quantized rows (q, scales of row n).
 static void write_column(const Linear& L, std::byte* panel, int c, const float* row) {
     const int K = L.in;
     if (L.precision == Precision::f32) {
@@ -100,20 +123,31 @@ static void write_column(const Linear& L, std::byte* panel, int c, const float* 
         for (int k = 0; k < K; k++) dst[std::size_t(k / 2) * kPanel * 2 + (k & 1)] = f32_to_bf16(row[k]);
     }
 }
+// Where value i (0-63) of a k-pair's (32, 2) block goes: int8 takes byte i;
+// int4 the low 4 bits of byte i, or the high 4 of byte i - 32 (see Linear).
+static void put_quantized(std::byte* pair_block, int i, int q, bool int4) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(pair_block);
+    if (!int4) bytes[i] = std::uint8_t(std::int8_t(q));
+    else if (i < 32) bytes[i] = std::uint8_t((bytes[i] & 0xF0) | (q & 0x0F));
+    else bytes[i - 32] = std::uint8_t((bytes[i - 32] & 0x0F) | ((q & 0x0F) << 4));
+}
+
 static void write_column(const Linear& L, std::byte* panel, int c, const std::int8_t* q, const float* scales) {
-    const int G = int8_group(L.precision);
+    const int G = group_size(L.precision);
+    const bool int4 = is_int4(L.precision);
+    const std::size_t pair_bytes = std::size_t(kPanel) * 2 * weight_bits(L.precision) / 8;
     for (int g = 0; g < L.n_groups(); g++) {
         std::byte* block = panel + std::size_t(g) * L.group_bytes();
-        auto* dst = reinterpret_cast<std::int8_t*>(block) + 2 * c;
         for (int k = g * G; k < std::min(L.in, (g + 1) * G); k++)
-            dst[std::size_t((k - g * G) / 2) * kPanel * 2 + ((k - g * G) & 1)] = q[k];
-        reinterpret_cast<float*>(block + std::size_t(G) * kPanel)[c] = scales[g];
+            put_quantized(block + std::size_t((k - g * G) / 2) * pair_bytes, 2 * c + ((k - g * G) & 1), q[k], int4);
+        reinterpret_cast<float*>(block + std::size_t(G / 2) * pair_bytes)[c] = scales[g];
     }
 }
 
 // Row-major (out, in) -> panels (see Linear), in a new store of one arena.
-// `int8` holds the quantized rows of an int8 Linear (else null).
-static void fill_panels(Linear& L, const float* w, const QuantizedMatrix* int8) {
+// `quantized` holds the rows of an int8 or int4 Linear (else null). Each
+// panel is written by one thread: int4's columns c and c + 16 share bytes.
+static void fill_panels(Linear& L, const float* w, const QuantizedMatrix* quantized) {
     const int K = L.in, N = L.out, P = L.n_panels();
     auto store = std::make_shared<PanelStore>();
     store->arenas.emplace_back(std::size_t(P) * L.panel_bytes());  // zero: the last panel's padding
@@ -123,7 +157,8 @@ static void fill_panels(Linear& L, const float* w, const QuantizedMatrix* int8) 
         for (int c = 0; c < kPanel && p * kPanel + c < N; c++) {
             const std::size_t n = std::size_t(p) * kPanel + c;
             std::byte* panel = base + std::size_t(p) * L.panel_bytes();
-            if (int8) write_column(L, panel, c, &int8->q[n * K], &int8->scales[n * int8->groups_per_row()]);
+            if (quantized)
+                write_column(L, panel, c, &quantized->q[n * K], &quantized->scales[n * quantized->groups_per_row()]);
             else write_column(L, panel, c, w + n * K);
         }
     L.parts = {PanelPart{0, base}};
@@ -139,13 +174,13 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
     L.bias = std::move(bias);
     kernel_isa();  // PDLAB_ISA caps oneDNN too: before its first primitive
     reserve_x_scratch(in);  // decode's scratch, sized now
-    if (!is_int8(precision)) {
+    if (!is_quantized(precision)) {
         L.packed = onednn_pack(L, w.data());
         fill_panels(L, w.data(), nullptr);
         return L;
     }
-    // Quantized once; prefill (oneDNN) multiplies by the weights the int8 values stand for.
-    const QuantizedMatrix q = quantize_rows(w.data(), out, in, int8_group(precision));
+    // Quantized once; prefill (oneDNN) multiplies by the weights the integers stand for.
+    const QuantizedMatrix q = quantize_rows(w.data(), out, in, group_size(precision), quantized_max(precision));
     std::vector<float>().swap(w);  // the f32 rows are no longer needed: free them before the copies grow
     L.packed = onednn_pack(L, dequantize_rows(q).data());
     fill_panels(L, nullptr, &q);
@@ -205,7 +240,8 @@ std::vector<bf16> linear_rows_bf16(const Linear& L) {
 std::string linear_impl_name(const Linear& L, int M) {
     if (M > kSmallM) return onednn_impl_name(L, M);
     if (L.precision == Precision::bf16 && use_avx512_bf16()) return "pdlab panel kernel, AVX-512 BF16";
-    if (is_int8(L.precision)) return "pdlab int8 panel kernel, " + kernel_isa();
+    if (is_quantized(L.precision))
+        return fmt::format("pdlab {} panel kernel, {}", is_int8(L.precision) ? "int8" : "int4", kernel_isa());
     return "pdlab panel kernel, " + kernel_isa();
 }
 
@@ -262,14 +298,14 @@ void run_panels(const PanelJob& j, PanelFn kernel) {
     for (int c = 0; c < nchunks; c++) kernel(j, c * chunk, std::min(P, (c + 1) * chunk));
 }
 
-// The calling thread's x for an int8 product: kSmallM rows of int16 (row
+// The calling thread's x for an int8 or int4 product: kSmallM rows of int16 (row
 // stride K rounded up to 128, the largest G) and their per-group scales
 // (row stride ceil(K / 32), the most groups). Grows like x_scratch.
-struct Int8XScratch {
+struct Int16XScratch {
     std::int16_t* x;
     float* scales;
 };
-Int8XScratch x_int8_scratch(int K) {
+Int16XScratch x_int16_scratch(int K) {
     thread_local std::vector<std::int16_t> x;
     thread_local std::vector<float> scales;
     const std::size_t values = std::size_t(kSmallM) * ((K + 127) / 128 * 128);
@@ -282,19 +318,19 @@ Int8XScratch x_int8_scratch(int K) {
 
 static void reserve_x_scratch(int in) {
     x_scratch(in);
-    x_int8_scratch(in);
+    x_int16_scratch(in);
 }
 
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
     PanelJob j{&L, x, M, y};
     if (L.precision == Precision::f32) return run_panels(j, panel_products);
-    if (is_int8(L.precision)) {  // x rounded to int16 per group: the kernel multiplies integers
-        const Int8XScratch xq = x_int8_scratch(L.in);
-        j.ldx = L.n_groups() * int8_group(L.precision);
-        quantize_x_int8(x, M, L.in, int8_group(L.precision), xq.x, j.ldx, xq.scales);
+    if (is_quantized(L.precision)) {  // x rounded to int16 per group: the kernel multiplies integers
+        const Int16XScratch xq = x_int16_scratch(L.in);
+        j.ldx = L.n_groups() * group_size(L.precision);
+        quantize_x_int16(x, M, L.in, group_size(L.precision), xq.x, j.ldx, xq.scales);
         j.x_int16 = xq.x;
         j.x_scales = xq.scales;
-        return run_panels(j, panel_products_int8);
+        return run_panels(j, panel_products_quantized);
     }
     float* scratch = x_scratch(L.in);
 #if defined(__x86_64__)

@@ -18,22 +18,30 @@
 
 namespace pd {
 
-// How the matrices' weights are stored. int8 is weight-only and symmetric,
-// with one f32 scale per group of G consecutive inputs of an output's row
-// (quantize.hpp); its group size is part of the precision, so that it travels
-// wherever a precision does (loading, packing, the floors of the roofline).
-enum class Precision { f32, bf16, int8_g32, int8_g64, int8_g128 };
-const char* precision_name(Precision p);  // "f32", "bf16", "int8-g64", ...
-// "f32" | "bf16" | "int8" (with `int8_group` inputs per scale: 32, 64 or 128), else UserError.
-Precision parse_precision(const std::string& s, int int8_group = 64);
+// How the matrices' weights are stored. int8 and int4 are weight-only and
+// symmetric ("quantized"), with one f32 scale per group of G consecutive
+// inputs of an output's row (quantize.hpp); the group size is part of the
+// precision, so that it travels wherever a precision does (loading, packing,
+// the floors of the roofline). int4 is the 4-bit stretch of lab 12: CPU only.
+enum class Precision { f32, bf16, int8_g32, int8_g64, int8_g128, int4_g32, int4_g64, int4_g128 };
+const char* precision_name(Precision p);  // "f32", "bf16", "int8-g64", "int4-g32", ...
+// "f32" | "bf16" | "int8" | "int4" (with `group` inputs per scale: 32, 64 or 128), else UserError.
+Precision parse_precision(const std::string& s, int group = 64);
 Precision int8_precision(int group);      // 32, 64 or 128, else UserError
+Precision int4_precision(int group);      // the same for int4
 bool is_int8(Precision p);
-int int8_group(Precision p);              // G for int8, 0 otherwise
-std::size_t bytes_per_weight(Precision p);  // of one stored value: 4, 2 or 1 (int8 scales apart)
-// Bytes of an (out, in) matrix as stored, int8's scales included: one f32 per
-// group, ceil(in / G) groups per row (the last one shorter when G does not divide in).
+bool is_int4(Precision p);
+bool is_quantized(Precision p);           // int8 or int4: integers and per-group scales
+int group_size(Precision p);              // G for int8 and int4, 0 otherwise
+int quantized_max(Precision p);           // q in [-max, max]: 127 for int8, 7 for int4, 0 otherwise
+int weight_bits(Precision p);             // of one stored value: 32, 16, 8 or 4
+double bytes_per_weight(Precision p);     // the same in bytes: 4, 2, 1 or 0.5 (scales apart)
+// Bytes of an (out, in) matrix as stored, scales included: ceil(in * bits / 8)
+// per row, and for int8/int4 one f32 per group, ceil(in / G) groups per row
+// (the last one shorter when G does not divide in).
 std::size_t matrix_bytes(int in, int out, Precision p);
-// Bytes per weight, scales included, for a matrix whose rows G divides: 1 + 4/G for int8.
+// Bytes per weight, scales included, for a matrix whose rows G divides:
+// 1 + 4/G for int8, 0.5 + 4/G for int4.
 double stored_bytes_per_weight(Precision p);
 
 constexpr int kSmallM = 16;
@@ -95,6 +103,10 @@ struct Linear {
     //         int8 (k in pairs, as bf16) then (32) f32 scales: a group's weights
     //         and the scales that multiply them are one stretch of the stream.
     //         The last group's rows past `in` are zero.
+    //   int4: as int8, but each (32, 2) block of a k-pair is 32 bytes: byte i
+    //         holds value i in its low 4 bits and value i + 32 in its high 4
+    //         (two's complement), i.e. columns 0-15 low and 16-31 high, so that
+    //         one load of bytes gives the kernel a vector of each.
     std::vector<PanelPart> parts;                // where the panels are; one part after make_linear
     std::shared_ptr<const PanelStore> store;     // owns the memory the parts point into
     std::vector<float> bias;                     // (out), or empty
@@ -102,13 +114,15 @@ struct Linear {
 
     int n_panels() const { return (out + kPanel - 1) / kPanel; }
     std::size_t panel_bytes() const {
-        if (is_int8(precision)) return std::size_t(n_groups()) * group_bytes();
+        if (is_quantized(precision)) return std::size_t(n_groups()) * group_bytes();
         return precision == Precision::f32 ? std::size_t(in) * kPanel * sizeof(float)
                                            : std::size_t((in + 1) / 2) * kPanel * 2 * sizeof(bf16);
     }
-    // int8 only: groups per row, and the bytes of one group's block in a panel.
-    int n_groups() const { return (in + int8_group(precision) - 1) / int8_group(precision); }
-    std::size_t group_bytes() const { return std::size_t(int8_group(precision)) * kPanel + kPanel * sizeof(float); }
+    // int8 and int4 only: groups per row, and the bytes of one group's block in a panel.
+    int n_groups() const { return (in + group_size(precision) - 1) / group_size(precision); }
+    std::size_t group_bytes() const {
+        return std::size_t(group_size(precision)) * kPanel * weight_bits(precision) / 8 + kPanel * sizeof(float);
+    }
     const std::byte* panel(int p) const {  // the part holding panel p: at most one per thread
         std::size_t j = parts.size() - 1;
         while (parts[j].first > p) j--;
@@ -118,8 +132,8 @@ struct Linear {
 };
 
 // Takes row-major f32 weights (out, in) and prepares both the panel copy in
-// `precision` and the oneDNN-packed copy. int8 is quantized here (quantize.hpp);
-// its oneDNN copy holds the dequantized weights in bf16, as a bf16 Linear's
+// `precision` and the oneDNN-packed copy. int8 and int4 are quantized here
+// (quantize.hpp); their oneDNN copy holds the dequantized weights in bf16, as a bf16 Linear's
 // (oneDNN 2.6's matmul takes no per-group scales on the weights).
 Linear make_linear(std::vector<float> w_out_in, std::vector<float> bias, int in, int out,
                    Precision precision);

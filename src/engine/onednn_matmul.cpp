@@ -157,7 +157,8 @@ void onednn_forward(const Linear& L, const float* x, int M, float* y) {
 std::string onednn_impl_name(const Linear& L, int M) {
     std::string impl = L.packed->get(L, M).impl;
     if (L.packed->widened) impl += " (bf16 as f32)";
-    return is_int8(L.precision) ? impl + " (int8 dequantized to bf16)" : impl;
+    if (!is_quantized(L.precision)) return impl;
+    return impl + (is_int8(L.precision) ? " (int8 dequantized to bf16)" : " (int4 dequantized to bf16)");
 }
 
 }  // namespace pd

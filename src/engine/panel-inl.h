@@ -1,4 +1,4 @@
-// What the Highway panel kernels share (panel_kernels.cpp, panel_int8.cpp):
+// What the Highway panel kernels share (panel_kernels.cpp, panel_quantized.cpp):
 // prefetching the weight stream and storing a panel's sums. Compiled once per target, like simd-inl.h: include
 // it inside the foreach_target loop, after engine/simd-inl.h.
 #if defined(PDLAB_PANEL_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -19,8 +19,8 @@ struct PanelJob {
     // each (M, ldx) k-pairs; null elsewhere.
     const std::uint32_t* x_hi = nullptr;
     const std::uint32_t* x_lo = nullptr;
-    int ldx = 0;  // also int8's: the row stride of x_int16, n_groups * G
-    // int8 only: x rounded to int16 per group (quantize_activations), (M, ldx)
+    int ldx = 0;  // also int8's and int4's: the row stride of x_int16, n_groups * G
+    // int8 and int4 only: x rounded to int16 per group (quantize_activations), (M, ldx)
     // zero past K, and its scales, (M, n_groups).
     const std::int16_t* x_int16 = nullptr;
     const float* x_scales = nullptr;
@@ -30,14 +30,14 @@ struct PanelJob {
 // instruction set (see isa.hpp), f32 or bf16 weights.
 void panel_products(const PanelJob& job, int first, int last);
 
-// The same for int8 weights (panel_int8.cpp): the Highway kernel of the
-// chosen instruction set, on x_int16 and x_scales.
-void panel_products_int8(const PanelJob& job, int first, int last);
+// The same for int8 and int4 weights (panel_quantized.cpp): the Highway
+// kernel of the chosen instruction set, on x_int16 and x_scales.
+void panel_products_quantized(const PanelJob& job, int first, int last);
 
 // x (M, K) -> xq (M, ldx) int16 in groups of G, zero from K to ldx, and
 // scales (M, ceil(K / G)): quantize_activations (quantize.hpp) with SIMD, for
-// panel_products_int8's x_int16 and x_scales.
-void quantize_x_int8(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales);
+// panel_products_quantized's x_int16 and x_scales.
+void quantize_x_int16(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales);
 
 // The same with vdpbf16ps, for bf16 weights where use_avx512_bf16(); needs
 // x_hi/x_lo from split_x_avx512_bf16. x86 builds only.

@@ -7,16 +7,16 @@
 
 namespace pd {
 
-float quantize_group(const float* w, int n, std::int8_t* q) {
+float quantize_group(const float* w, int n, std::int8_t* q, int max_q) {
     float max_abs = 0;
     for (int i = 0; i < n; i++) max_abs = std::max(max_abs, std::fabs(w[i]));
-    const float scale = max_abs / kInt8Max;
+    const float scale = max_abs / float(max_q);
     // An all-zero group: scale 0 and q = 0 stand for it exactly (no 0/0).
     const float inv = scale > 0 ? 1.0f / scale : 0.0f;
     for (int i = 0; i < n; i++) {
-        // w * inv can land a hair past 127 for the largest |w|: clamp.
+        // w * inv can land a hair past max_q for the largest |w|: clamp.
         const float r = std::nearbyint(w[i] * inv);
-        q[i] = std::int8_t(std::clamp(r, -float(kInt8Max), float(kInt8Max)));
+        q[i] = std::int8_t(std::clamp(r, -float(max_q), float(max_q)));
     }
     return scale;
 }
@@ -39,8 +39,8 @@ void quantize_activations(const float* x, int n, int group, std::int16_t* q, flo
     }
 }
 
-QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group) {
-    if (group < 1) fail("internal error: int8 group size {}", group);
+QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group, int max_q) {
+    if (group < 1 || max_q < 1 || max_q > kInt8Max) fail("internal error: group size {}, max_q {}", group, max_q);
     QuantizedMatrix m{rows, cols, group, {}, {}};
     m.q.resize(std::size_t(rows) * cols);
     m.scales.resize(std::size_t(rows) * m.groups_per_row());
@@ -49,7 +49,7 @@ QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group) {
         for (int g = 0; g < m.groups_per_row(); g++) {
             const std::size_t at = std::size_t(r) * cols + std::size_t(g) * group;
             const int n = std::min(group, cols - g * group);
-            m.scales[std::size_t(r) * m.groups_per_row() + g] = quantize_group(w + at, n, m.q.data() + at);
+            m.scales[std::size_t(r) * m.groups_per_row() + g] = quantize_group(w + at, n, m.q.data() + at, max_q);
         }
     return m;
 }

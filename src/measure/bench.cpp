@@ -62,8 +62,8 @@ void set_peak(BenchResult& r, const BenchOptions& o, Precision precision, bool c
         r.peak_gflops = o.peak_gflops;
         r.peak_source = "--peak-gflops";
     } else if (cpu && o.bandwidth_probe_s > 0) {
-        // int8's prefill multiplies its weights dequantized to bf16 (matmul.hpp).
-        PeakResult pk = measure_peak_gflops(is_int8(precision) ? Precision::bf16 : precision, 2048, 3, 0.3);
+        // int8's and int4's prefill multiplies their weights dequantized to bf16 (matmul.hpp).
+        PeakResult pk = measure_peak_gflops(is_quantized(precision) ? Precision::bf16 : precision, 2048, 3, 0.3);
         r.peak_gflops = pk.best_gflops;
         r.peak_source = fmt::format("oneDNN probe, {} n={} ({})", precision_name(precision), pk.n, pk.impl);
     }

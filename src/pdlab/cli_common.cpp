@@ -31,12 +31,14 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
                     "rounded to 16-bit integers (one scale per group), GPU decode by the bfloat16 inputs "
                     "in float32; "
                     "prefill uses them dequantized to bfloat16 (on the GPU too, which keeps both "
-                    "copies).")
-        ->check(CLI::IsMember({"f32", "bf16", "int8"}))
+                    "copies). int4: the same with 4-bit integers (-7 to 7, about an eighth of f32's "
+                    "bytes; CPU only), lab 12's stretch.")
+        ->check(CLI::IsMember({"f32", "bf16", "int8", "int4"}))
         ->capture_default_str();
     app->add_option("--group-size", o.group_size,
-                    "int8 only: consecutive inputs of a weight row that share one scale (max |w| / "
-                    "127). Smaller groups follow the weights more closely and cost more scale bytes.")
+                    "int8 and int4 only: consecutive inputs of a weight row that share one scale "
+                    "(max |w| / 127, or / 7 for int4). Smaller groups follow the weights more closely "
+                    "and cost more scale bytes.")
         ->check(CLI::IsMember({32, 64, 128}))
         ->capture_default_str();
     app->add_option("--device", o.device,
@@ -66,11 +68,8 @@ void add_prompt(CLI::App* app, PromptOptions& p, bool required) {
 
 void apply_runtime(const CommonOptions& o) {
     if (o.threads > 0) omp_set_num_threads(o.threads);
-    precision_of(o);  // an unknown precision or group size is refused before anything loads
-    Device d = parse_device(o.device);
-    std::string why;
-    if (d == Device::cuda && !cuda_available(&why))
-        fail("--device cuda is not available: {}. Use --device cpu.", why);
+    // An unknown precision or group size, or a device that cannot run it, is refused before anything loads.
+    check_device(parse_device(o.device), precision_of(o));
 }
 
 Precision precision_of(const CommonOptions& o) { return parse_precision(o.precision, o.group_size); }

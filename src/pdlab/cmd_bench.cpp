@@ -104,15 +104,16 @@ std::vector<std::string> parse_precision_list(const BenchCliOptions& o) {
         std::size_t end = std::min(list.find(',', start), list.size());
         const std::string item = list.substr(start, end - start);
         if (item.empty()) fail("--precision \"{}\" has an empty item (expected e.g. f32,bf16,int8)", list);
-        if (item != "f32" && item != "bf16" && item != "int8")
-            fail("--precision: \"{}\" is not a precision; each item must be f32, bf16 or int8", item);
+        if (item != "f32" && item != "bf16" && item != "int8" && item != "int4")
+            fail("--precision: \"{}\" is not a precision; each item must be f32, bf16, int8 or int4", item);
         if (!seen.insert(item).second)
             fail("--precision names {} twice: each precision takes one step per round", item);
         names.push_back(item);
         start = end + 1;
     }
-    if (o.group_size->count() > 0 && !seen.count("int8"))
-        fail("--group-size is an int8 option, and --precision {} has no int8: add int8 or drop --group-size", list);
+    if (o.group_size->count() > 0 && !seen.count("int8") && !seen.count("int4"))
+        fail("--group-size is an int8 and int4 option, and --precision {} has neither: add one or drop "
+             "--group-size", list);
     return names;
 }
 

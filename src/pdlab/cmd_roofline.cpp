@@ -207,8 +207,8 @@ double place_phases(const RooflineOptions& o, const Config& c, Precision p, cons
                       phases);
     }
     // Where batching stops being free: weight bytes alone, 2 FLOPs per weight per sequence.
-    const double b_star = roof.ridge() * double(bytes_per_weight(p)) / 2.0;
-    std::printf("%-26s %-5s decode turns compute-bound near batch %.0f (ridge x %zu bytes per weight / 2 FLOPs)\n",
+    const double b_star = roof.ridge() * bytes_per_weight(p) / 2.0;
+    std::printf("%-26s %-5s decode turns compute-bound near batch %.0f (ridge x %g bytes per weight / 2 FLOPs)\n",
                 "", precision_name(p), b_star, bytes_per_weight(p));
     return b_star;
 }

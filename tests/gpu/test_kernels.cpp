@@ -355,7 +355,7 @@ TEST_CASE("gpu.kernels.linear_int8") {
         for (auto [K, N] : shapes)
             for (int M : {1, 2, 3, 4, 5, 17})
                 for (bool accumulate : {false, true}) {
-                    const int G = int8_group(p);
+                    const int G = group_size(p);
                     INFO(precision_name(p) << " M " << M << " in " << K << " out " << N << " accumulate " << accumulate);
                     auto W = randn(std::size_t(N) * K, 30, 0.05f), b = randn(N, 31), y0 = randn(std::size_t(M) * N, 32);
                     const Bf16Copy x = bf16_copy(randn(std::size_t(M) * K, 33));
@@ -399,7 +399,7 @@ TEST_CASE("gpu.kernels.linear_swiglu") {
                 const bool int8 = is_int8(p);
                 auto dx = dev(x.bits), dW16 = dev(W16.bits);
                 DeviceInt8 d8;
-                if (int8) d8 = device_int8(W, K, N, int8_group(p), nullptr);
+                if (int8) d8 = device_int8(W, K, N, group_size(p), nullptr);
                 gpu::DeviceLinear L;
                 L.in = K, L.out = N, L.bf16 = true, L.w = dW16.data();
                 if (int8) L = d8.L;

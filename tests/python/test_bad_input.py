@@ -52,6 +52,8 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   bench_group_size_no_int8 bench   --group-size with no int8 in --precision (group-size.*int8)
   bench_turns_cuda       bench     several precisions with --device cuda (cpu only; also with a GPU)
   bench_turns_gen_0      bench     several precisions with --gen 0 (--gen)
+  int4_device_cuda       generate  --precision int4 --device cuda (CPU only; the same with a GPU)
+  int4_group_size_48     generate  --precision int4 --group-size 48 (group-size)
   serve_*                serve-sim a malformed trace line, an unknown key, a request longer than
                                    the context, a token budget of 0, an unknown --engine, a bad
                                    --goodput or --output-len; the paged KV pool: --block-size 0,
@@ -511,6 +513,9 @@ CASES += [
      r"group-size.*int8"),
     ("bench_turns_cuda", good_llama, "bench", ["--precision", "f32,bf16", "--device", "cuda"], r"cpu only"),
     ("bench_turns_gen_0", good_llama, "bench", ["--precision", "f32,int8", "--gen", "0"], r"--gen"),
+    # int4, lab 12's stretch: the CPU only, the same group sizes as int8
+    ("int4_device_cuda", good_llama, "generate", ["--precision", "int4", "--device", "cuda"], r"int4.*CPU only"),
+    ("int4_group_size_48", good_llama, "generate", ["--precision", "int4", "--group-size", "48"], r"group-size"),
     # lab 07's program (skipped when it is not built): its own flags
     ("lab07_rate_too_low", good_llama, "lab07", ["--rate", "0.001"], r"rate"),
     ("lab07_block_size_0", good_llama, "lab07", ["--block-size", "0"], r"block-size"),

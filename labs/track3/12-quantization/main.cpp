@@ -3,9 +3,10 @@
 //   1. runs your quantize_row / dequantize_row / dot_int8 (exercise.cpp) on a
 //      real weight matrix of the model, for group sizes 32, 64 and 128, and
 //      checks them against the engine's own quantizer and kernel;
-//   2. loads the model in f32, bf16 and int8 (--group-size) and shows, side by
-//      side in one run: weight bytes, decode ms/token against the bandwidth
-//      floor, prefill time, held-out perplexity and greedy agreement with f32.
+//   2. loads the model in f32, bf16, int8 and int4 (the stretch; --group-size)
+//      and shows, side by side in one run: weight bytes, decode ms/token
+//      against the bandwidth floor, prefill time, held-out perplexity and
+//      greedy agreement with f32.
 #include <omp.h>
 
 #include <algorithm>
@@ -86,7 +87,7 @@ nlohmann::json section_your_quantizer(const Options& o, bool& ok) {
     return rows;
 }
 
-// --- 2. f32, bf16 and int8 side by side --------------------------------------------
+// --- 2. f32, bf16, int8 and int4 side by side --------------------------------------------
 
 struct PrecisionRow {
     std::string name;
@@ -124,14 +125,14 @@ PrecisionRow measure(const Options& o, const std::string& precision, Engine* f32
 }
 
 nlohmann::json section_side_by_side(const Options& o) {
-    std::printf("2. %s, f32 / bf16 / int8 (group %d), %d thread(s): decode B=1 after a %d-token prompt\n",
+    std::printf("2. %s, f32 / bf16 / int8 / int4 (group %d), %d thread(s): decode B=1 after a %d-token prompt\n",
                 o.lab.model.c_str(), o.lab.group_size, omp_get_max_threads(), o.bench.prompt_len);
     std::printf("   %-10s %10s %12s %10s %9s %12s %11s %11s\n", "precision", "weights MB", "decode ms/tok", "floor ms",
                 "x floor", "prefill ms", "perplexity", "agree f32");
     std::unique_ptr<Engine> f32, other;
     nlohmann::json rows = nlohmann::json::array();
     std::vector<PrecisionRow> all;
-    for (const char* p : {"f32", "bf16", "int8"}) {
+    for (const char* p : {"f32", "bf16", "int8", "int4"}) {
         all.push_back(std::string(p) == "f32" ? measure(o, p, nullptr, f32) : measure(o, p, f32.get(), other));
         const PrecisionRow& r = all.back();
         std::printf("   %-10s %10.1f %12.3f %10.3f %9.2f %12.1f %11.4f %10.1f%%\n", r.name.c_str(), r.weight_mb,
@@ -140,9 +141,11 @@ nlohmann::json section_side_by_side(const Options& o) {
                         {"decode_floor_ms", r.floor_ms}, {"prefill_ms", r.prefill_ms},
                         {"perplexity", r.perplexity}, {"greedy_agreement", r.agreement}});
     }
-    std::printf("   decode speed-up of int8: %.2fx over bf16, %.2fx over f32 (uptime tells the load: compare\n"
-                "   ratios measured in one run). Perplexity 0 means the model ships no held-out text.\n\n",
-                all[1].decode_ms / all[2].decode_ms, all[0].decode_ms / all[2].decode_ms);
+    std::printf("   decode speed-up of int8: %.2fx over bf16, %.2fx over f32; of int4: %.2fx over int8 (uptime\n"
+                "   tells the load: compare ratios measured in one run; `pdlab bench --precision bf16,int8,int4`\n"
+                "   takes them in turns). Perplexity 0 means the model ships no held-out text.\n\n",
+                all[1].decode_ms / all[2].decode_ms, all[0].decode_ms / all[2].decode_ms,
+                all[2].decode_ms / all[3].decode_ms);
     return rows;
 }
 
@@ -171,9 +174,9 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app(
         "Lab 12: quantization. Your group quantizer (exercise.cpp) on a real weight matrix, checked\n"
-        "against the engine's; then the model in f32, bf16 and int8 side by side: bytes of weights,\n"
-        "decode ms/token against the bandwidth floor, prefill time, held-out perplexity and how often\n"
-        "int8 and bf16 pick f32's greedy token.\n\n"
+        "against the engine's; then the model in f32, bf16, int8 and int4 side by side: bytes of\n"
+        "weights, decode ms/token against the bandwidth floor, prefill time, held-out perplexity and\n"
+        "how often each picks f32's greedy token.\n\n"
         "Example: 12-quantization --threads 2\n"
         "         12-quantization --model synthetic:bench-llama-125m --group-size 128",
         "12-quantization");
