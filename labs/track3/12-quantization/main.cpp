@@ -68,19 +68,32 @@ GroupReport quantize_matrix(const Matrix& m, int G) {
     return r;
 }
 
+// The engine's int4 (the stretch) on the same matrix: mean |w - q s| / |w|, q in [-7, 7].
+double int4_mean_rel_err(const Matrix& m, int G) {
+    const std::vector<float> dq = dequantize_rows(quantize_rows(m.w.data(), m.out, m.in, G, kInt4Max));
+    double err = 0, mag = 0;
+    for (std::size_t i = 0; i < dq.size(); i++) err += std::fabs(double(m.w[i]) - dq[i]), mag += std::fabs(m.w[i]);
+    return mag > 0 ? err / mag : 0;
+}
+
 nlohmann::json section_your_quantizer(const Options& o, bool& ok) {
     LoadedModel lm = load_model(o.lab.model, Precision::f32, false, {.cpu = true, .cuda = true});
     const Matrix& m = lm.model->w.layers[0].mlp_in;
     std::printf("1. Your quantizer on layer 0's MLP input matrix (%d x %d)\n", m.out, m.in);
-    std::printf("   %5s %12s %14s %16s %10s %8s\n", "G", "bytes/weight", "mean |err|/|w|", "max |err|", "= engine", "dot ok");
+    std::printf("   %5s %12s %14s %16s %10s %8s   %s\n", "G", "bytes/weight", "mean |err|/|w|", "max |err|", "= engine",
+                "dot ok", "int4 (engine): bytes/weight, mean |err|/|w|");
     nlohmann::json rows = nlohmann::json::array();
     for (int G : {32, 64, 128}) {
         const GroupReport r = quantize_matrix(m, G);
-        std::printf("   %5d %12.4f %13.3f%% %16.3g %10s %8s\n", G, r.bytes_per_weight, 100 * r.mean_rel_err,
-                    r.max_abs_err, r.same_as_engine ? "yes" : "NO", r.dot_ok ? "yes" : "NO");
+        const double int4_bytes = double(matrix_bytes(m.in, m.out, int4_precision(G))) / (double(m.in) * m.out);
+        const double int4_err = int4_mean_rel_err(m, G);
+        std::printf("   %5d %12.4f %13.3f%% %16.3g %10s %8s   %6.4f %8.2f%%\n", G, r.bytes_per_weight,
+                    100 * r.mean_rel_err, r.max_abs_err, r.same_as_engine ? "yes" : "NO", r.dot_ok ? "yes" : "NO",
+                    int4_bytes, 100 * int4_err);
         ok = ok && r.same_as_engine && r.dot_ok;
         rows.push_back({{"group", G}, {"bytes_per_weight", r.bytes_per_weight}, {"mean_rel_err", r.mean_rel_err},
-                        {"same_as_engine", r.same_as_engine}, {"dot_ok", r.dot_ok}});
+                        {"same_as_engine", r.same_as_engine}, {"dot_ok", r.dot_ok},
+                        {"int4_bytes_per_weight", int4_bytes}, {"int4_mean_rel_err", int4_err}});
     }
     std::printf("   f32 is 4 bytes per weight, bf16 2. Smaller groups follow the weights more closely and pay\n"
                 "   more for scales.\n\n");
