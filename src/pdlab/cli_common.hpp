@@ -19,7 +19,7 @@ struct CommonOptions {
     std::string model = "tiny";
     int threads = 0;                 // 0: all cores
     std::string precision = "f32";
-    int group_size = 64;             // --group-size: inputs per int8 scale
+    int group_size = 64;             // --group-size: inputs per int8 or int4 scale
     std::string device = "cpu";
     std::string json;                // write machine-readable results here
     int max_seq = 0;                 // --max-seq: cache positions per sequence (0: what the command needs)

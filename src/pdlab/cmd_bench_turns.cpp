@@ -15,7 +15,7 @@ namespace {
 
 // One precision's engine, with a cache of B sequences of P + gen positions.
 struct Entry {
-    std::string precision;  // as listed: "f32", "bf16", "int8"
+    std::string precision;  // as listed: "f32", "bf16", "int8", "int4"
     Session session;
 };
 

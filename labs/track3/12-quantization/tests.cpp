@@ -118,7 +118,7 @@ TEST_CASE("lab12.dot.matches_double_reference") {
 }
 
 TEST_CASE("lab12.dot.matches_the_engine_kernel") {
-    // The engine's int8 decode kernel (panel_int8.cpp) on the same weights: a
+    // The engine's int8 decode kernel (panel_quantized.cpp) on the same weights: a
     // (1, n) x (n, 1) product of an int8 Linear with the group sizes it supports.
     // The kernel rounds x to int16 per group (2^-16 of the group's largest |x|),
     // so it is held to a tolerance on the size of the terms, not of the sum.
