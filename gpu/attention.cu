@@ -235,11 +235,9 @@ void decode_launch(Out* out, const float* q, int q_stride, KVLayer c, const int*
     PD_GPU_REQUIRE(D % 4 == 0 && D <= kDecodeMaxHeadDim);
     float* part_o = scratch;
     float* part_ml = scratch + std::size_t(rows) * n_heads * n_splits * D;
-    if (c.bf16())
-        decode_split_launch(q, q_stride, c, as_bf16(c.k16), as_bf16(c.v16), slots, pos, rows, n_heads, n_splits,
-                            part_o, part_ml, s);
-    else
-        decode_split_launch(q, q_stride, c, c.k, c.v, slots, pos, rows, n_heads, n_splits, part_o, part_ml, s);
+    with_kv_elements(c, [&](const auto* K, const auto* V) {
+        decode_split_launch(q, q_stride, c, K, V, slots, pos, rows, n_heads, n_splits, part_o, part_ml, s);
+    });
     const dim3 grid2(n_heads, rows);
     const int threads = D >= 128 ? 128 : (D + kWarp - 1) / kWarp * kWarp;
     decode_merge_kernel<<<grid2, threads, 0, s>>>(out, pos, n_heads, D, n_splits, part_o, part_ml);

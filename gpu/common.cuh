@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "kv_cache.cuh"
+
 namespace pd::gpu {
 
 constexpr int kWarp = 32;
@@ -85,6 +87,15 @@ __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2
 inline __nv_bfloat16* as_bf16(std::uint16_t* p) { return reinterpret_cast<__nv_bfloat16*>(p); }
 inline const __nv_bfloat16* as_bf16(const std::uint16_t* p) {
     return reinterpret_cast<const __nv_bfloat16*>(p);
+}
+
+// Calls f(K, V) with a layer's cached keys and values as their element type:
+// float* for an f32 cache, __nv_bfloat16* for a bf16 one (KVPrecision). The
+// one place where the kernels that read or write either kind pick their instance.
+template <typename F>
+void with_kv_elements(const KVLayer& c, F&& f) {
+    if (c.bf16()) f(as_bf16(c.k16), as_bf16(c.v16));
+    else f(c.k, c.v);
 }
 
 // Blocks for a grid-stride loop over n elements.

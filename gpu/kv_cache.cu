@@ -64,17 +64,14 @@ DeviceKVCache make_pool(int n_layers, int n_kv_heads, int head_dim, int block_si
     c.block_size = block_size, c.n_blocks = n_blocks, c.max_seq = max_seq;
     c.precision = p;
     const std::size_t n = std::size_t(n_layers) * c.layer_elems();
-    if (p == KVPrecision::bf16) {
-        c.k16.resize(n);
-        c.v16.resize(n);
-        c.k16.zero();
-        c.v16.zero();
-    } else {
-        c.k.resize(n);
-        c.v.resize(n);
-        c.k.zero();
-        c.v.zero();
-    }
+    auto allocate = [n](auto& k, auto& v) {  // the pair of the cache's precision; the other stays empty
+        k.resize(n);
+        v.resize(n);
+        k.zero();
+        v.zero();
+    };
+    if (p == KVPrecision::bf16) allocate(c.k16, c.v16);
+    else allocate(c.k, c.v);
     return c;
 }
 
@@ -108,11 +105,9 @@ void kv_write(KVLayer c, const float* k_new, const float* v_new, int stride, con
               const int* pos, int rows, cudaStream_t s) {
     const long n = long(rows) * c.n_kv_heads * c.head_dim;
     if (n <= 0) return;
-    if (c.bf16())
-        kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, as_bf16(c.k16), as_bf16(c.v16), k_new, v_new, stride,
-                                                         slots, pos, n);
-    else
-        kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, c.k, c.v, k_new, v_new, stride, slots, pos, n);
+    with_kv_elements(c, [&](auto* K, auto* V) {
+        kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, K, V, k_new, v_new, stride, slots, pos, n);
+    });
     PD_CUDA_LAUNCHED();
 }
 
@@ -121,12 +116,10 @@ void rope_kv_write(KVLayer c, float* qkv, int stride, int n_heads, const int* sl
     PD_GPU_REQUIRE(c.head_dim % 2 == 0 && c.n_kv_heads > 0);
     const long n = long(rows) * (n_heads + c.n_kv_heads) * (c.head_dim / 2);
     if (n <= 0) return;
-    if (c.bf16())
-        rope_kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, as_bf16(c.k16), as_bf16(c.v16), qkv, stride,
-                                                              n_heads, slots, pos, cos_table, sin_table, n);
-    else
-        rope_kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, c.k, c.v, qkv, stride, n_heads, slots, pos,
-                                                              cos_table, sin_table, n);
+    with_kv_elements(c, [&](auto* K, auto* V) {
+        rope_kv_write_kernel<<<grid_for(n, 256), 256, 0, s>>>(c, K, V, qkv, stride, n_heads, slots, pos, cos_table,
+                                                              sin_table, n);
+    });
     PD_CUDA_LAUNCHED();
 }
 
