@@ -33,7 +33,7 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
                     "prefill uses them dequantized to bfloat16 (on the GPU too, which keeps both "
                     "copies). int4: the same with 4-bit integers (-7 to 7, about an eighth of f32's "
                     "bytes; CPU only), lab 12's stretch.")
-        ->check(CLI::IsMember({"f32", "bf16", "int8", "int4"}))
+        ->check(CLI::IsMember(kPrecisionNames))
         ->capture_default_str();
     app->add_option("--group-size", o.group_size,
                     "int8 and int4 only: consecutive inputs of a weight row that share one scale "

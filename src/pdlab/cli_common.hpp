@@ -15,6 +15,10 @@
 
 namespace pd::cli {
 
+// The names --precision takes (parse_precision also reads a few aliases,
+// e.g. fp32): the option's check and bench's comma list both use this list.
+inline const std::vector<std::string> kPrecisionNames = {"f32", "bf16", "int8", "int4"};
+
 struct CommonOptions {
     std::string model = "tiny";
     int threads = 0;                 // 0: all cores

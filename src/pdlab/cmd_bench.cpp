@@ -104,8 +104,9 @@ std::vector<std::string> parse_precision_list(const BenchCliOptions& o) {
         std::size_t end = std::min(list.find(',', start), list.size());
         const std::string item = list.substr(start, end - start);
         if (item.empty()) fail("--precision \"{}\" has an empty item (expected e.g. f32,bf16,int8)", list);
-        if (item != "f32" && item != "bf16" && item != "int8" && item != "int4")
-            fail("--precision: \"{}\" is not a precision; each item must be f32, bf16, int8 or int4", item);
+        if (std::find(kPrecisionNames.begin(), kPrecisionNames.end(), item) == kPrecisionNames.end())
+            fail("--precision: \"{}\" is not a precision; each item must be one of {}", item,
+                 fmt::join(kPrecisionNames, ", "));
         if (!seen.insert(item).second)
             fail("--precision names {} twice: each precision takes one step per round", item);
         names.push_back(item);
