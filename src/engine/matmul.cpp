@@ -135,12 +135,11 @@ static void put_quantized(std::byte* pair_block, int i, int q, bool int4) {
 static void write_column(const Linear& L, std::byte* panel, int c, const std::int8_t* q, const float* scales) {
     const int G = group_size(L.precision);
     const bool int4 = is_int4(L.precision);
-    const std::size_t pair_bytes = std::size_t(kPanel) * 2 * weight_bits(L.precision) / 8;
     for (int g = 0; g < L.n_groups(); g++) {
         std::byte* block = panel + std::size_t(g) * L.group_bytes();
         for (int k = g * G; k < std::min(L.in, (g + 1) * G); k++)
-            put_quantized(block + std::size_t((k - g * G) / 2) * pair_bytes, 2 * c + ((k - g * G) & 1), q[k], int4);
-        reinterpret_cast<float*>(block + std::size_t(G / 2) * pair_bytes)[c] = scales[g];
+            put_quantized(block + std::size_t((k - g * G) / 2) * L.pair_bytes(), 2 * c + ((k - g * G) & 1), q[k], int4);
+        reinterpret_cast<float*>(block + std::size_t(G / 2) * L.pair_bytes())[c] = scales[g];
     }
 }
 

@@ -118,11 +118,12 @@ struct Linear {
         return precision == Precision::f32 ? std::size_t(in) * kPanel * sizeof(float)
                                            : std::size_t((in + 1) / 2) * kPanel * 2 * sizeof(bf16);
     }
-    // int8 and int4 only: groups per row, and the bytes of one group's block in a panel.
+    // int8 and int4 only: groups per row; the bytes of one k-pair's (32, 2)
+    // weights (64 for int8, 32 for int4); of one group's block in a panel,
+    // its G/2 k-pairs then its 32 scales.
     int n_groups() const { return (in + group_size(precision) - 1) / group_size(precision); }
-    std::size_t group_bytes() const {
-        return std::size_t(group_size(precision)) * kPanel * weight_bits(precision) / 8 + kPanel * sizeof(float);
-    }
+    std::size_t pair_bytes() const { return std::size_t(kPanel) * 2 * weight_bits(precision) / 8; }
+    std::size_t group_bytes() const { return std::size_t(group_size(precision) / 2) * pair_bytes() + kPanel * sizeof(float); }
     const std::byte* panel(int p) const {  // the part holding panel p: at most one per thread
         std::size_t j = parts.size() - 1;
         while (parts[j].first > p) j--;

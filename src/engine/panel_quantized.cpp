@@ -62,7 +62,7 @@ template <int Bits>
 constexpr int kRowsPerPass = std::clamp((kRegs - 2 - (Bits == 4)) / ((1 + kIntSums) * kVecs + 1), 1, 8);
 // Interleaved int sums for MB rows: about 8 independent chains.
 constexpr int unroll_int(int MB) { return std::max(1, 8 / (MB * kVecs * kIntSums)); }
-// Bytes of one k-pair's (32, 2) weights: 64 for int8, 32 for int4.
+// Bytes of one k-pair's (32, 2) weights: 64 for int8, 32 for int4 (Linear::pair_bytes(), as a constant).
 template <int Bits>
 constexpr std::size_t kPairBytes = std::size_t(kPanel) * 2 * Bits / 8;
 
