@@ -5,7 +5,8 @@
 // Compiled: AVX-512 (Highway's AVX3), AVX2, NEON on ARM64, and the portable
 // fallback (Highway's SCALAR or EMU128). Left out to keep the build short:
 // SSSE3/SSE4 (x86 CPUs without AVX2 are a decade old; they get the fallback),
-// AVX3_DL (nothing here uses VNNI/VBMI yet) and SVE (Apple Silicon has none;
+// AVX3_DL (the one kernel that uses VNNI is a target-specific file,
+// panel_quantized_avx512.cpp, as Highway 1.0 has no vpdpwssd) and SVE (Apple Silicon has none;
 // NEON runs on every ARM64 CPU).
 #pragma once
 

@@ -103,4 +103,13 @@ bool use_avx512_bf16() {
 #endif
 }
 
+bool use_avx512_vnni() {
+#if defined(__x86_64__)
+    static const bool use = kernel_isa() == "AVX-512" && __builtin_cpu_supports("avx512vnni");
+    return use;
+#else
+    return false;
+#endif
+}
+
 }  // namespace pd

@@ -30,4 +30,8 @@ std::vector<std::string> available_isas();
 // it and PDLAB_ISA does not cap below AVX-512.
 bool use_avx512_bf16();
 
+// True where the AVX-512 VNNI int8/int4 decode kernel (vpdpwssd) may be used:
+// the CPU has it and PDLAB_ISA does not cap below AVX-512.
+bool use_avx512_vnni();
+
 }  // namespace pd

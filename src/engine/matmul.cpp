@@ -240,7 +240,8 @@ std::string linear_impl_name(const Linear& L, int M) {
     if (M > kSmallM) return onednn_impl_name(L, M);
     if (L.precision == Precision::bf16 && use_avx512_bf16()) return "pdlab panel kernel, AVX-512 BF16";
     if (is_quantized(L.precision))
-        return fmt::format("pdlab {} panel kernel, {}", is_int8(L.precision) ? "int8" : "int4", kernel_isa());
+        return fmt::format("pdlab {} panel kernel, {}", is_int8(L.precision) ? "int8" : "int4",
+                           use_avx512_vnni() ? "AVX-512 VNNI" : kernel_isa());
     return "pdlab panel kernel, " + kernel_isa();
 }
 
@@ -329,6 +330,9 @@ void linear_small_m(const Linear& L, const float* x, int M, float* y) {
         quantize_x_int16(x, M, L.in, group_size(L.precision), xq.x, j.ldx, xq.scales);
         j.x_int16 = xq.x;
         j.x_scales = xq.scales;
+#if defined(__x86_64__)
+        if (use_avx512_vnni()) return run_panels(j, panel_products_avx512_vnni);
+#endif
         return run_panels(j, panel_products_quantized);
     }
     float* scratch = x_scratch(L.in);

@@ -43,6 +43,11 @@ void quantize_x_int16(const float* x, int M, int K, int G, std::int16_t* xq, int
 // x_hi/x_lo from split_x_avx512_bf16. x86 builds only.
 void panel_products_avx512_bf16(const PanelJob& job, int first, int last);
 
+// The same as panel_products_quantized with AVX-512 VNNI's vpdpwssd, for
+// int8 and int4 weights where use_avx512_vnni(); the same integer sums. x86
+// builds only.
+void panel_products_avx512_vnni(const PanelJob& job, int first, int last);
+
 // x (M, K) f32 -> hi, lo (M, Kp) bf16 with hi + lo ~ x to about 2^-16 (lo
 // is zero from M = kBf16RoundXMinM on); Kp = K rounded up to 32, zero-padded.
 void split_x_avx512_bf16(const float* x, int M, int K, int Kp, bf16* hi, bf16* lo);

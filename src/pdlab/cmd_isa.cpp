@@ -28,6 +28,7 @@ Command add_isa(CLI::App& app) {
         std::printf("PDLAB_ISA        %s (best first; unset or \"best\" picks the first)\n", names.c_str());
         std::printf("kernels          %s\n", kernel_isa().c_str());
         std::printf("AVX-512 BF16     %s\n", use_avx512_bf16() ? "used for bf16 decode (vdpbf16ps)" : "not used");
+        std::printf("AVX-512 VNNI     %s\n", use_avx512_vnni() ? "used for int8/int4 decode (vpdpwssd)" : "not used");
         return 0;
     }};
 }

@@ -10,7 +10,9 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
+#include "engine/isa.hpp"
 #include "engine/matmul.hpp"
+#include "engine/panel_kernels.hpp"
 #include "engine/quantize.hpp"
 #include "io/model_source.hpp"
 #include "measure/quality.hpp"
@@ -150,6 +152,40 @@ TEST_CASE("engine.quantize.decode_kernel_vs_double_reference") {
             for (auto [K, N] : {std::pair{64, 32}, {100, 33}, {688, 70}, {1024, 300}, {7, 40}})
                 check_quantized_linear(every_m, K, N, p, N % 2 == 0);
 }
+
+#if defined(__x86_64__)
+TEST_CASE("engine.quantize.vnni_kernel_equals_portable_kernel") {
+    // The AVX-512 VNNI kernel (vpdpwssd) forms the same int32 sums as the
+    // Highway kernel and scales them in the same order, so its products must
+    // equal the portable kernel's to the bit, on every row count, short last
+    // groups and panels, int8 and int4. On a CPU without VNNI (or under a
+    // PDLAB_ISA cap) decode does not use it, and there is nothing to compare.
+    if (!use_avx512_vnni()) return;
+    for (int G : {32, 64, 128})
+        for (Precision p : {int8_precision(G), int4_precision(G)})
+            for (auto [K, N] : {std::pair{64, 32}, {100, 33}, {7, 40}, {688, 70}}) {
+                const Linear L = make_linear(randn(std::size_t(N) * K, 81, 0.05f), randn(N, 82), K, N, p);
+                for (int M = 1; M <= kSmallM; M++) {
+                    const auto x = randn(std::size_t(M) * K, 83);
+                    const int ldx = L.n_groups() * G;
+                    std::vector<std::int16_t> xq(std::size_t(M) * ldx);
+                    std::vector<float> scales(std::size_t(M) * L.n_groups());
+                    quantize_x_int16(x.data(), M, K, G, xq.data(), ldx, scales.data());
+                    std::vector<float> portable(std::size_t(M) * N), vnni(portable.size());
+                    PanelJob j{&L, x.data(), M, portable.data()};
+                    j.ldx = ldx, j.x_int16 = xq.data(), j.x_scales = scales.data();
+                    const int panels = (N + kPanel - 1) / kPanel;
+                    panel_products_quantized(j, 0, panels);
+                    j.y = vnni.data();
+                    panel_products_avx512_vnni(j, 0, panels);
+                    INFO(fmt::format("{} M={} K={} N={}: the VNNI kernel's products must equal the portable "
+                                     "kernel's to the bit (same integer sums, same scaling order)",
+                                     precision_name(p), M, K, N));
+                    CHECK(vnni == portable);
+                }
+            }
+}
+#endif
 
 TEST_CASE("engine.quantize.int4_nibbles_signed") {
     // Every int4 value -7..7 in every column of both nibble halves (columns
