@@ -94,22 +94,23 @@ std::vector<std::string> available_isas() {
     return names;
 }
 
-bool use_avx512_bf16() {
+// The AVX-512 extension kernels run where the CPU has the extension
+// (__builtin_cpu_supports takes only a literal, so each caller asks) and
+// PDLAB_ISA leaves AVX-512 chosen. ARM64 has neither.
 #if defined(__x86_64__)
-    static const bool use = kernel_isa() == "AVX-512" && __builtin_cpu_supports("avx512bf16");
-    return use;
+#define PDLAB_AVX512_WITH(feature) (kernel_isa() == "AVX-512" && __builtin_cpu_supports(feature))
 #else
-    return false;
+#define PDLAB_AVX512_WITH(feature) false
 #endif
+
+bool use_avx512_bf16() {
+    static const bool use = PDLAB_AVX512_WITH("avx512bf16");
+    return use;
 }
 
 bool use_avx512_vnni() {
-#if defined(__x86_64__)
-    static const bool use = kernel_isa() == "AVX-512" && __builtin_cpu_supports("avx512vnni");
+    static const bool use = PDLAB_AVX512_WITH("avx512vnni");
     return use;
-#else
-    return false;
-#endif
 }
 
 }  // namespace pd

@@ -30,20 +30,12 @@
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")
 #include <immintrin.h>
 
+#include "engine/panel_avx512.hpp"
+
 namespace pd {
 namespace {
 
-// Stores the 32 sums of one row of y, masked to the panel's ncols outputs.
-inline void store_panel_row(float* y, __m512 a, __m512 b, const float* bias, int ncols) {
-    const __mmask16 m0 = ncols >= 16 ? 0xFFFF : __mmask16((1u << ncols) - 1);
-    const __mmask16 m1 = ncols >= 32 ? 0xFFFF : ncols > 16 ? __mmask16((1u << (ncols - 16)) - 1) : 0;
-    if (bias) {
-        a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(m0, bias));
-        b = _mm512_add_ps(b, _mm512_maskz_loadu_ps(m1, bias + 16));
-    }
-    _mm512_mask_storeu_ps(y, m0, a);
-    _mm512_mask_storeu_ps(y + 16, m1, b);
-}
+using avx512::store_panel_row;
 
 // One bf16 panel (K/2, 32, 2) times MB rows of the split x (ldx k-pairs a row).
 // U: interleaved partial sums over k-pairs. Lo: add the x_lo products too.

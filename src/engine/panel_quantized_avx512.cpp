@@ -32,8 +32,12 @@
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma")
 #include <immintrin.h>
 
+#include "engine/panel_avx512.hpp"
+
 namespace pd {
 namespace {
+
+using avx512::store_panel_row;
 
 // Rows of x per pass over a panel: MB rows keep 2 MB int32 sums and 2 MB f32
 // totals in registers (of 32), beside the weights and the broadcasts.
@@ -47,18 +51,6 @@ inline __m512i broadcast_pair(const std::int16_t* x) {
     std::int32_t pair;
     std::memcpy(&pair, x, sizeof pair);
     return _mm512_set1_epi32(pair);
-}
-
-// Stores the 32 sums of one row of y, masked to the panel's ncols outputs.
-inline void store_panel_row(float* y, __m512 a, __m512 b, const float* bias, int ncols) {
-    const __mmask16 m0 = ncols >= 16 ? 0xFFFF : __mmask16((1u << ncols) - 1);
-    const __mmask16 m1 = ncols >= 32 ? 0xFFFF : ncols > 16 ? __mmask16((1u << (ncols - 16)) - 1) : 0;
-    if (bias) {
-        a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(m0, bias));
-        b = _mm512_add_ps(b, _mm512_maskz_loadu_ps(m1, bias + 16));
-    }
-    _mm512_mask_storeu_ps(y, m0, a);
-    _mm512_mask_storeu_ps(y + 16, m1, b);
 }
 
 // The weights of k-pair `pair` as int16, columns 0-15 in w[0] and 16-31 in
