@@ -7,10 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include "engine/bf16_convert.hpp"
 #include "engine/isa.hpp"
+#include "engine/onednn_api.hpp"
 
 namespace pd {
 
@@ -33,9 +32,8 @@ dnnl::stream& cpu_stream() {
 // weights `w_md` (tag::any lets it choose the layout).
 dnnl::matmul::primitive_desc matmul_pd(int M, dt xdt, const dnnl::memory::desc& w_md, int N,
                                        const dnnl::memory::desc* bias_md, const dnnl::primitive_attr& attr) {
-    dnnl::memory::desc src_md({M, w_md.dims()[0]}, xdt, tag::ab), dst_md({M, N}, dt::f32, tag::ab);
-    auto d = bias_md ? dnnl::matmul::desc(src_md, w_md, *bias_md, dst_md) : dnnl::matmul::desc(src_md, w_md, dst_md);
-    return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    dnnl::memory::desc src_md({M, onednn_dims(w_md)[0]}, xdt, tag::ab), dst_md({M, N}, dt::f32, tag::ab);
+    return onednn_matmul_pd(cpu_engine(), src_md, w_md, bias_md, dst_md, attr);
 }
 
 }  // namespace
