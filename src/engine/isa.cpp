@@ -24,6 +24,9 @@ constexpr Isa kIsas[] = {
     {"avx512", HWY_AVX3, "AVX-512"},
     {"avx2", HWY_AVX2, "AVX2"},
     {"neon", HWY_NEON, "NEON"},
+#ifdef HWY_NEON_WITHOUT_AES  // Highway 1.2: NEON on a CPU without the AES extension
+    {"neon", HWY_NEON_WITHOUT_AES, "NEON"},
+#endif
     {"scalar", HWY_EMU128, "portable (no SIMD)"},
     {"scalar", HWY_SCALAR, "portable (no SIMD)"},
 };

@@ -7,10 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include "engine/bf16_convert.hpp"
 #include "engine/isa.hpp"
+#include "engine/onednn_api.hpp"
 
 namespace pd {
 
@@ -33,9 +32,8 @@ dnnl::stream& cpu_stream() {
 // weights `w_md` (tag::any lets it choose the layout).
 dnnl::matmul::primitive_desc matmul_pd(int M, dt xdt, const dnnl::memory::desc& w_md, int N,
                                        const dnnl::memory::desc* bias_md, const dnnl::primitive_attr& attr) {
-    dnnl::memory::desc src_md({M, w_md.dims()[0]}, xdt, tag::ab), dst_md({M, N}, dt::f32, tag::ab);
-    auto d = bias_md ? dnnl::matmul::desc(src_md, w_md, *bias_md, dst_md) : dnnl::matmul::desc(src_md, w_md, dst_md);
-    return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    dnnl::memory::desc src_md({M, onednn_dims(w_md)[0]}, xdt, tag::ab), dst_md({M, N}, dt::f32, tag::ab);
+    return onednn_matmul_pd(cpu_engine(), src_md, w_md, bias_md, dst_md, attr);
 }
 
 }  // namespace
@@ -102,15 +100,20 @@ std::shared_ptr<PackedWeights> onednn_pack(const Linear& L, const float* w_out_i
     p->widened = bf16_weights && !onednn_has_bf16();
     p->wdt = bf16_weights && !p->widened ? dt::bf16 : dt::f32;
     // Ask oneDNN which weight layout it wants for a typical prefill (M = 128),
-    // then reorder once. Rows of W are columns of the (in, out) matrix: "ba".
+    // then reorder once, from W^T: (in, out) row-major, made here. oneDNN
+    // 3.7 reorders the transposed view of W (tag ba) with a kernel whose
+    // output its brgemm matmul misreads in the last, partial block of 64
+    // columns (every column when out < 64): from W^T it uses the matmul's own
+    // copy routine. One temporary copy of the weights, on every version.
     auto pd = matmul_pd(128, p->wdt, dnnl::memory::desc({L.in, L.out}, p->wdt, tag::any), L.out, nullptr, {});
-    std::vector<float> rounded;
-    if (p->widened) {  // the bf16 values, held in f32
-        rounded.assign(w_out_in, w_out_in + std::size_t(L.in) * L.out);
-        for (float& v : rounded) v = bf16_to_f32(f32_to_bf16(v));
-        w_out_in = rounded.data();
-    }
-    dnnl::memory user({{L.in, L.out}, dt::f32, tag::ba}, cpu_engine(), const_cast<float*>(w_out_in));
+    std::vector<float> w_t(std::size_t(L.in) * L.out);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < L.in; i++)
+        for (int o = 0; o < L.out; o++) {
+            const float w = w_out_in[std::size_t(o) * L.in + i];
+            w_t[std::size_t(i) * L.out + o] = p->widened ? bf16_to_f32(f32_to_bf16(w)) : w;  // widened: bf16 values in f32
+        }
+    dnnl::memory user({{L.in, L.out}, dt::f32, tag::ab}, cpu_engine(), w_t.data());
     p->weights = dnnl::memory(pd.weights_desc(), cpu_engine());
     dnnl::reorder(user, p->weights).execute(cpu_stream(), user, p->weights);
     if (!L.bias.empty()) {

@@ -10,9 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include "engine/isa.hpp"
+#include "engine/onednn_api.hpp"
 #include "engine/onednn_matmul.hpp"
 #include "measure/stream_sum.hpp"
 #include "measure/timing.hpp"
@@ -113,7 +112,7 @@ PeakResult measure_peak_gflops(Precision precision, int n, int min_reps, double 
     // as f32 products (onednn_matmul.hpp): its peak is the f32 peak.
     const dt in_dt = precision == Precision::bf16 && onednn_has_bf16() ? dt::bf16 : dt::f32;
     dnnl::memory::desc a_ab({n, n}, in_dt, tag::ab), b_any({n, n}, in_dt, tag::any), c_ab({n, n}, dt::f32, tag::ab);
-    auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_ab, b_any, c_ab), eng);
+    auto pd = onednn_matmul_pd(eng, a_ab, b_any, nullptr, c_ab);
     const dnnl::memory::desc a_md = pd.src_desc(), c_md = pd.dst_desc();
     dnnl::matmul prim(pd);
     dnnl::memory a(a_md, eng), b(pd.weights_desc(), eng), c(c_md, eng);
