@@ -16,6 +16,7 @@
 #include "attention.cuh"
 #include "common.hpp"
 #include "cuda_check.cuh"
+#include "cuda_presence.hpp"
 #include "kv_cache.cuh"
 #include "matmul.cuh"
 #include "model.cuh"
@@ -39,36 +40,11 @@ struct Presence {
     std::string why_not;
 };
 
+// PDLAB_GPU_ARCHS: -Dgpu_archs, set by gpu/meson.build.
 Presence detect_device() {
     Presence p;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        p.why_not = fmt::format("no usable CUDA driver or GPU on this machine ({})", cudaGetErrorString(e));
-        return p;
-    }
-    if (n == 0) {
-        p.why_not = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
-        return p;
-    }
-    cudaDeviceProp prop{};
-    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) {
-        cudaGetLastError();
-        p.why_not = fmt::format("cannot query GPU 0 ({})", cudaGetErrorString(e));
-        return p;
-    }
-    const char* why = nullptr;
-    if (cudaSetDevice(0) != cudaSuccess || !gpu::kernels_runnable(&why)) {
-        cudaGetLastError();
-        p.why_not = fmt::format(
-            "GPU 0 ({}, compute capability {}.{}) cannot run this build's kernels ({}); the kit is "
-            "built for sm_90 (+ PTX for newer cards): add the card's architecture to gpu_archs in "
-            "gpu/meson.build",
-            prop.name, prop.major, prop.minor, why ? why : "unknown reason");
-        return p;
-    }
-    p.present = true;
+    p.why_not = gpu::why_cuda_unusable(gpu::probe_cuda(), PDLAB_GPU_ARCHS);
+    p.present = p.why_not.empty();
     return p;
 }
 
@@ -632,10 +608,10 @@ std::string cuda_device_summary() {
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
-    return fmt::format("{} ({} SMs, {:.1f} GiB, compute capability {}.{}, CUDA runtime {}.{}, driver {}.{})",
+    return fmt::format("{} ({} SMs, {:.1f} GiB, compute capability {}.{}, CUDA runtime {}, driver {})",
                        prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / kGiB,
-                       prop.major, prop.minor, runtime / 1000, runtime % 1000 / 10, driver / 1000,
-                       driver % 1000 / 10);
+                       prop.major, prop.minor, gpu::cuda_version_text(runtime),
+                       gpu::cuda_version_text(driver));
 }
 
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
