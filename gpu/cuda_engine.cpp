@@ -14,6 +14,7 @@
 #include <map>
 
 #include "attention.cuh"
+#include "attention_pair.cuh"
 #include "common.hpp"
 #include "cuda_check.cuh"
 #include "cuda_presence.hpp"
@@ -425,7 +426,11 @@ private:
     void choose_paths(bool paged) {
         dm_.shape = device_shape(model_->config);
         dm_.bf16 = model_->precision != Precision::f32;
+        // The flash kernel's tiles must fit the card's shared memory per block:
+        // head_dim 128 takes 110 KiB, over the 99 KiB of an RTX 30xx/40xx or
+        // L4 (the A100 has 163, Hopper 227); there prefill attention runs on cuBLAS.
         dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(dm_.shape.head_dim) &&
+                            gpu::tiled_attention_smem_bytes(dm_.shape.head_dim) <= prop_.sharedMemPerBlockOptin &&
                             enabled_by_env("PDLAB_CUDA_FLASH");
         kv_precision_ = kv_precision_by_env();
         if (kv_precision_ != gpu::KVPrecision::bf16) return;
@@ -435,9 +440,10 @@ private:
                  "for f32 weights");
         if (!paged && !dm_.flash_prefill)
             fail("PDLAB_CUDA_KV=bf16 needs the flash prefill attention, the one that reads a bf16 cache: it "
-                 "takes a head_dim that is a multiple of 16 up to 256 (this model's: {}) and is off when "
-                 "PDLAB_CUDA_FLASH=0; unset PDLAB_CUDA_KV or PDLAB_CUDA_FLASH",
-                 dm_.shape.head_dim);
+                 "takes a head_dim that is a multiple of 16 up to 256 (this model's: {}) whose tiles fit the "
+                 "GPU's shared memory per block ({}: {} KiB), and is off when PDLAB_CUDA_FLASH=0; unset "
+                 "PDLAB_CUDA_KV or PDLAB_CUDA_FLASH",
+                 dm_.shape.head_dim, prop_.name, prop_.sharedMemPerBlockOptin / 1024);
     }
 
     void upload_model() {
