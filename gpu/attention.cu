@@ -5,6 +5,7 @@
 
 #include "attention_pair.cuh"
 #include "common.cuh"
+#include "decode_index.cuh"
 
 namespace pd::gpu {
 
@@ -15,7 +16,7 @@ namespace {
 constexpr int kDecodeThreads = 128;  // 4 warps per (split, head group, row)
 constexpr int kLanesPerKey = 8;      // 8 lanes x 16 bytes share a key row: 4 keys per warp
 
-int decode_splits(int max_seq) { return (max_seq + kDecodeKeysPerSplit - 1) / kDecodeKeysPerSplit; }
+int decode_splits(int max_seq) { return decode_splits_used(max_seq); }
 
 // Sum over the 8 lanes of a key group (lanes 8k .. 8k+7); every lane gets it.
 __device__ __forceinline__ float key_group_sum(float v) {
@@ -70,12 +71,11 @@ __global__ void __launch_bounds__(kDecodeThreads)
                         const int* pos, int n_heads, int n_splits, float* part_o, float* part_ml) {
     extern __shared__ float4 smem4[];
     const int split = blockIdx.x, h0 = blockIdx.y * HPB, r = blockIdx.z;
-    const int n_keys = pos[r] + 1;
-    const int k0 = split * kDecodeKeysPerSplit;
-    if (k0 >= n_keys) return;  // this split lies beyond the sequence: the merge skips it
-    const int nk = min(kDecodeKeysPerSplit, n_keys - k0);
-    const int D = c.head_dim, D4 = D / 4, bs = c.block_size, b = slots[r];
-    const int kv_h = h0 / (n_heads / c.n_kv_heads);  // HPB divides the group: every head here shares it
+    const KeyRange keys = decode_split_keys(split, pos[r] + 1);
+    if (keys.n <= 0) return;  // this split lies beyond the sequence: the merge skips it
+    const int k0 = keys.k0, nk = keys.n;
+    const int D = c.head_dim, D4 = D / 4, b = slots[r];
+    const int kv_h = kv_head_of(h0, n_heads, c.n_kv_heads);  // HPB divides the group: every head here shares it
     const int n_kg = blockDim.x / D4;                // key groups of the value pass
     const float scale = 1.0f / sqrtf(float(D));
     float* qs = reinterpret_cast<float*>(smem4);
@@ -86,15 +86,12 @@ __global__ void __launch_bounds__(kDecodeThreads)
     // The queries, and the ids of the blocks that hold keys k0 .. k0+nk-1.
     for (int i = threadIdx.x; i < HPB * D; i += blockDim.x)
         qs[i] = q[std::size_t(r) * q_stride + std::size_t(h0) * D + i];
-    const int first_blk = k0 / bs, n_blk = (k0 + nk - 1) / bs - first_blk + 1;
-    for (int i = threadIdx.x; i < n_blk; i += blockDim.x)
-        blk[i] = c.table[std::size_t(b) * c.max_blocks + first_blk + i];
+    const BlockRange blocks = blocks_of(keys, c.block_size);
+    for (int i = threadIdx.x; i < blocks.count; i += blockDim.x)
+        blk[i] = c.table[std::size_t(b) * c.max_blocks + blocks.first + i];
     __syncthreads();
     // Offset of key s of this split (position k0 + s) in K / V.
-    auto key_row = [&](int s) {
-        const int p = k0 + s;
-        return c.tile(blk[p / bs - first_blk], kv_h) + std::size_t(p % bs) * D;
-    };
+    auto key_row = [&](int s) { return split_key_offset(c, blk, blocks, kv_h, k0 + s); };
 
     // Scores: each warp takes 4 keys at a time, 8 lanes per key, each lane
     // 16 bytes of the row per load; one key row is read once for all HPB heads.
@@ -184,19 +181,13 @@ template <typename Out>
 __global__ void decode_merge_kernel(Out* out, const int* pos, int n_heads, int D, int n_splits,
                                     const float* part_o, const float* part_ml) {
     const int h = blockIdx.x, r = blockIdx.y;
-    const int n_keys = pos[r] + 1;
-    const int used = (n_keys + kDecodeKeysPerSplit - 1) / kDecodeKeysPerSplit;
+    const int used = decode_splits_used(pos[r] + 1);
     const std::size_t base = (std::size_t(r) * n_heads + h) * n_splits;
-    float M = -INFINITY;
-    for (int i = 0; i < used; i++) M = fmaxf(M, part_ml[(base + i) * 2]);
-    float L = 0.0f;
-    for (int i = 0; i < used; i++) L += expf(part_ml[(base + i) * 2] - M) * part_ml[(base + i) * 2 + 1];
-    const float inv = 1.0f / L;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int i = 0; i < used; i++) acc += expf(part_ml[(base + i) * 2] - M) * part_o[(base + i) * D + d];
-        store(out + (std::size_t(r) * n_heads + h) * D + d, acc * inv);
-    }
+    const float* ml = part_ml + base * 2;
+    const float* o = part_o + base * D;
+    const SoftmaxStats st = merge_split_stats(ml, used);
+    for (int d = threadIdx.x; d < D; d += blockDim.x)
+        store(out + (std::size_t(r) * n_heads + h) * D + d, merge_split_value(ml, o, used, D, d, st));
 }
 
 // The split pass for the cache's element type T: the instance for (heads per

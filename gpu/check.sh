@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
-# The GPU track's one check, for a machine with an NVIDIA GPU (built for sm_90,
-# Hopper, plus PTX for newer cards; see gpu_archs in gpu/meson.build):
+# The GPU track's one check, for a machine with an NVIDIA GPU (built for this
+# machine's GPU, -Dgpu_archs=native; GPU_ARCHS overrides), headline numbers
+# first, so that a run cut short still has them:
 #
 #   1. configure a build with -Dcuda=enabled and build it
-#   2. meson test --suite gpu (every kernel vs its CPU twin, GPU vs CPU model)
-#   3. measure the card: copy bandwidth, cuBLAS bf16 GEMM rate
-#   4. the dev harnesses (validated, then timed): the bf16 and int8 GEMVs of
-#      decode's products at M = 1, decode and prefill attention
-#   5. pdlab bench --device cuda: synthetic:bench-llama-125m (f32, bf16, int8) and
-#      synthetic:llama-1b in bf16 (prompt 2048, 64 decode steps; then 32 steps
-#      with the bf16 KV cache, PDLAB_CUDA_KV=bf16)
-#   6. the two targets, judged by gpu/dev/targets on the 1B numbers:
+#   2. the card: copy bandwidth, cuBLAS bf16 GEMM rate
+#   3. pdlab bench --device cuda on synthetic:llama-1b in bf16 (prompt 2048,
+#      64 decode steps), and the two targets, judged by gpu/dev/targets on it:
 #        decode  ms/token <= 1.5 x (weight bytes / measured bandwidth)
 #        prefill FLOP/s   >= 0.5 x measured cuBLAS bf16 GEMM rate
+#   4. meson test --suite gpu (every kernel vs its CPU twin, GPU vs CPU model),
+#      each test's timeout cut to a quarter
+#   5. the dev harnesses (validated, then timed): the bf16 and int8 GEMVs of
+#      decode's products at M = 1, decode and prefill attention; labs 14 and 13
+#   6. the other benches: synthetic:bench-llama-125m (f32, bf16, int8) and the
+#      1B decode with the bf16 KV cache (PDLAB_CUDA_KV=bf16)
 #   7. pdlab compare (CPU vs GPU side by side); pdlab serve-sim on the paged engine
 #   8. labs 02 and 05 on both devices, side by side (what ./kit compare 02 / 05 print)
 # and prints one summary table and each step's time. Everything, summary
 # first, goes to the report file (default docs/gpu-results.md), headed by the
-# date, the card, the driver and nvcc.
+# date, the card, the driver and nvcc; the report is rewritten after every
+# step, so that it holds each result as soon as it exists.
 # About 5-8 minutes on a 16-core machine, most of it the build.
 #
 #   gpu/check.sh [REPORT]
 #   env: BUILD=build-gpu  JOBS=$(nproc)
+#        GPU_ARCHS=...  -Dgpu_archs for a new build folder (default: native
+#                       with a GPU, 90 without)
 #        TARGETS="..."  ninja targets to build (default: all)
 #        BUDGET_S=N     stop starting steps after N seconds: a step gets at most
 #                       the time left, later steps are skipped and listed (0: none)
@@ -104,6 +109,7 @@ step() {
         echo "== $title: skipped, the ${budget} s budget is spent" >&2
         echo "| $title | skipped: budget spent | |" >>"$timings"
         over_budget=$((over_budget + 1))
+        write_report
         return 1
     fi
     [ "$left" -lt "$limit" ] && limit=$left
@@ -122,6 +128,7 @@ step() {
         echo '```'
     } >>"$full"
     echo "| $title | $rc | $(( $(date +%s) - t0 )) |" >>"$timings"
+    write_report
     if [ "$rc" -eq 77 ] && [ "$gpu_visible" -eq 1 ]; then
         loud "$title SKIPPED although nvidia-smi sees a GPU: this build cannot use the card (see its log)"
         failed=$((failed + 1))
@@ -137,121 +144,13 @@ json_num() { sed -n "s/^ *\"$2\": \(-\{0,1\}[0-9.eE+-]*\),\{0,1\}$/\1/p" "$1" 2>
 # The value of "RESULT key=value" in a log.
 result() { sed -n "s/^RESULT $2=\(.*\)$/\1/p" "$1" 2>/dev/null | head -n1; }
 
-# 1. Build.
-if [ -f "$build/build.ninja" ]; then
-    step "configure (existing $build)" 120 configure.log meson configure "$build" -Dcuda=enabled -Dtests=true
-else
-    step "configure" 300 configure.log meson setup "$build" -Dcuda=enabled -Dtests=true --buildtype=release
-fi
-# shellcheck disable=SC2086  # TARGETS is a list of ninja targets
-if ! step "build" 900 build.log ninja -C "$build" -j"$jobs" $targets; then
-    echo "the build failed: see $report" >&2
-fi
-pdlab="$build/src/pdlab/pdlab"
-dev="$build/gpu/dev"
-
-# 2. Tests.
-# With TARGETS, only those were built: meson test must not build the rest.
-step "meson test --suite gpu" 900 tests.log meson test -C "$build" --suite gpu --print-errorlogs \
-    --num-processes 1 ${targets:+--no-rebuild}
-tests_line=$(grep -E "^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):" "$tmp/tests.log" | tr -s ' ' | paste -sd' ' -)
-tests_skipped=$(sed -n 's/^Skipped: *\([0-9][0-9]*\).*/\1/p' "$tmp/tests.log" 2>/dev/null | head -n1)
-if [ "$gpu_visible" -eq 1 ] && [ "${tests_skipped:-0}" -gt 0 ]; then
-    loud "nvidia-smi sees a GPU, but $tests_skipped GPU test(s) SKIPPED: this build cannot use the card (driver older than the CUDA runtime, or no kernel image for its architecture: see the test log)"
-    failed=$((failed + 1))
-fi
-
-# Steps 3-8 need the GPU. Their variables are global: the summary reads them.
-bw="" gemm="" gemm_sq="" roof_ok=1
-
-# 3. The card, and 4. the dev harnesses.
-card_steps() {
-    step "copy bandwidth" 120 bw.log "$dev/bandwidth" --gib 2
-    step "cuBLAS bf16 GEMM" 180 gemm.log "$dev/gemm" --m 2048
-    bw=$(result "$tmp/bw.log" copy_gbs)
-    gemm=$(result "$tmp/gemm.log" gemm_tflops)
-    gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
-    step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
-    step "gemv_int8 (1B decode step's products, M = 1, group 64)" 120 gemv_int8.log "$dev/gemv_int8" \
-        ${bw:+--bandwidth-gbs "$bw"}
-    step "attention_decode (1B shapes, 2048 cached, 16 layers)" 120 att_decode.log "$dev/attention_decode" \
-        --heads 32 --kv-heads 8 --len 2048 --layers 16 --repeats 5 ${bw:+--bandwidth-gbs "$bw"}
-    step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
-        --heads 16 --kv-heads 4 --len 2048 --tf32
-    # Lab 14's GPU pair (naive scores in memory, flash on tensor cores), 256 .. 8192 tokens.
-    step "lab 14 on cuda" 180 lab14_cuda.log "$build/labs/track3/14-attention-kernels/14-attention-kernels" \
-        --device cuda --sweeps prefill,decode --no-plot --out "$tmp/lab14" --json "$tmp/lab14_cuda.json"
-    # Lab 13 with tiny on the GPU, where a step is launch-bound and k + 1 verify rows
-    # should cost about one: the 1.5x speculation target of issue #17 (on the CPU the
-    # tiny model sits in L3 and each extra row costs its arithmetic).
-    step "lab 13 on cuda" 180 lab13_cuda.log "$build/labs/track3/13-speculative-decoding/13-speculative-decoding" \
-        --device cuda --no-plot --out "$tmp/lab13" --json "$tmp/lab13_cuda.json"
-}
-
-# 5. Benchmarks. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
-bench_steps() {
-    step "bench bench-llama-125m f32" 300 b125_f32.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
-        --precision f32 -P 960 -n 64 --json "$tmp/b125_f32.json"
-    step "bench bench-llama-125m bf16" 300 b125_bf16.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
-        --precision bf16 -P 960 -n 64 --json "$tmp/b125_bf16.json"
-    step "bench bench-llama-125m int8" 300 b125_int8.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
-        --precision int8 -P 960 -n 64 --json "$tmp/b125_int8.json"
-    step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
-        --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
-    # The same decode reading a bf16 KV cache (half the cache's bytes), once, short.
-    step "bench llama-1b bf16, bf16 KV cache" 300 b1b_kv16.log env PDLAB_CUDA_KV=bf16 "$pdlab" bench --device cuda \
-        -m synthetic:llama-1b --precision bf16 -P 2048 -n 32 --warmup 1 --repeats 1 --json "$tmp/b1b_kv16.json"
-}
-
-# 6. Targets.
-target_steps() {
-    if [ -n "$bw" ] && [ -n "$gemm" ] && [ -f "$tmp/b1b.json" ]; then
-        step "targets (gpu/dev/targets)" 60 roof.log "$build/gpu/dev/targets" --model synthetic:llama-1b \
-            --precision bf16 --bench "$tmp/b1b.json" --bandwidth-gbs "$bw" --gemm-tflops "$gemm" \
-            --json "$tmp/roof.json" --strict
-        roof_ok=$?
-    else
-        echo "targets not judged: a measurement is missing" >&2
-        failed=$((failed + 1))
-    fi
-}
-
-# 8. A lab on both devices (./kit compare's recipe, without its setup).
-# Usage: lab_both NN-name ARGS...: the lab program with --device cuda, then
-# --device cpu (same ARGS), then tools/lab_compare.py side by side.
-lab_both() {
-    local lab=$1 n=${1%%-*}
-    shift
-    local prog="$build/labs/track1/$lab/$lab"
-    step "lab $n on cuda" 240 "lab${n}_cuda.log" "$prog" "$@" --device cuda --json "$tmp/lab${n}_cuda.json" &&
-        step "lab $n on cpu" 240 "lab${n}_cpu.log" "$prog" "$@" --device cpu --json "$tmp/lab${n}_cpu.json" &&
-        step "lab $n side by side" 30 "lab${n}_compare.log" python3 tools/lab_compare.py "$n" \
-            "$tmp/lab${n}_cpu.json" "$tmp/lab${n}_cuda.json"
-}
-
-if [ "$gpu_visible" -eq 1 ]; then
-    card_steps
-    bench_steps
-    target_steps
-    # 7. CPU vs GPU.
-    step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m \
-        --precision bf16 -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
-    # Track 2 on the GPU: the paged engine (block tables, prefix cache, mixed steps) on a trace.
-    step "serve-sim paged on cuda" 180 serve_sim.log "$pdlab" serve-sim --device cuda --engine paged \
-        --model synthetic:bench-llama-125m --quiet --seed 7 --rate 8 --num-requests 32 --shared-prefix-fraction 0.5 \
-        --prefix-len 256 --prompt-len fixed:64 --output-len fixed:32 --ignore-eos --max-seqs 16
-    lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
-    lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
-else
-    loud "NO GPU FOUND: steps 3-8 (card, harnesses, benches, targets, compare, labs 02 and 05) need one and did not run"
-fi
-
-# Summary.
+# The summary and the report from what exists so far (after every step).
 v() { local x; x=$(json_num "$1" "$2"); printf '%s' "${x:-n/a}"; }
 fmt3() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.3f' "$1" || printf 'n/a'; }
 fmt1() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.1f' "$1" || printf 'n/a'; }
 verdict() { [ "$1" = true ] && echo MET || { [ "$1" = false ] && echo MISSED || echo n/a; }; }
 met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/dev/null | head -n1; }
+write_report() {
 {
     echo "| measurement | value | target | verdict |"
     echo "|---|---|---|---|"
@@ -281,8 +180,6 @@ met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/
     echo
     cat "$timings"
 } >"$summary"
-
-mkdir -p "$(dirname "$report")"
 {
     echo "# GPU results, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
@@ -298,7 +195,130 @@ mkdir -p "$(dirname "$report")"
     echo "## Full output"
     cat "$full"
 } >"$report"
+}
+mkdir -p "$(dirname "$report")"
 
+# The steps' results, global: the summary reads them after every step.
+bw="" gemm="" gemm_sq="" roof_ok=1 tests_line=""
+
+# 1. Build, for this machine's GPU only unless told otherwise: the default
+# list of four architectures would quadruple the nvcc time.
+archs=${GPU_ARCHS:-}
+[ -n "$archs" ] || { [ "$gpu_visible" -eq 1 ] && archs=native || archs=90; }
+if [ -f "$build/build.ninja" ]; then
+    step "configure (existing $build)" 120 configure.log meson configure "$build" -Dcuda=enabled -Dtests=true \
+        -Dgpu_archs="$archs"
+else
+    step "configure" 300 configure.log meson setup "$build" -Dcuda=enabled -Dtests=true --buildtype=release \
+        -Dgpu_archs="$archs"
+fi
+# shellcheck disable=SC2086  # TARGETS is a list of ninja targets
+if ! step "build" 900 build.log ninja -C "$build" -j"$jobs" $targets; then
+    echo "the build failed: see $report" >&2
+fi
+pdlab="$build/src/pdlab/pdlab"
+dev="$build/gpu/dev"
+
+# 2. The card, and 3. the 1B bench and the targets: the headline numbers.
+headline_steps() {
+    step "copy bandwidth" 120 bw.log "$dev/bandwidth" --gib 2
+    bw=$(result "$tmp/bw.log" copy_gbs)
+    step "cuBLAS bf16 GEMM" 180 gemm.log "$dev/gemm" --m 2048
+    gemm=$(result "$tmp/gemm.log" gemm_tflops)
+    gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
+    step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
+        --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
+    if [ -n "$bw" ] && [ -n "$gemm" ] && [ -f "$tmp/b1b.json" ]; then
+        step "targets (gpu/dev/targets)" 60 roof.log "$build/gpu/dev/targets" --model synthetic:llama-1b \
+            --precision bf16 --bench "$tmp/b1b.json" --bandwidth-gbs "$bw" --gemm-tflops "$gemm" \
+            --json "$tmp/roof.json" --strict
+        roof_ok=$?
+    else
+        echo "targets not judged: a measurement is missing" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+# 4. Tests, each with a quarter of its timeout (900 s and 600 s in
+# tests/gpu/meson.build, sized for slow cards): a hang must not eat the run.
+test_steps() {
+    # With TARGETS, only those were built: meson test must not build the rest.
+    step "meson test --suite gpu" 600 tests.log meson test -C "$build" --suite gpu --print-errorlogs \
+        --num-processes 1 --timeout-multiplier 0.25 ${targets:+--no-rebuild}
+    tests_line=$(grep -E "^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):" "$tmp/tests.log" | tr -s ' ' | paste -sd' ' -)
+    local skipped
+    skipped=$(sed -n 's/^Skipped: *\([0-9][0-9]*\).*/\1/p' "$tmp/tests.log" 2>/dev/null | head -n1)
+    if [ "$gpu_visible" -eq 1 ] && [ "${skipped:-0}" -gt 0 ]; then
+        loud "nvidia-smi sees a GPU, but $skipped GPU test(s) SKIPPED: this build cannot use the card (driver older than the CUDA runtime, or no kernel image for its architecture: see the test log)"
+        failed=$((failed + 1))
+    fi
+    write_report
+}
+
+# 5. The dev harnesses and the GPU labs.
+harness_steps() {
+    step "gemv_bf16 (1B decode step's products, M = 1)" 120 gemv.log "$dev/gemv_bf16" ${bw:+--bandwidth-gbs "$bw"}
+    step "gemv_int8 (1B decode step's products, M = 1, group 64)" 120 gemv_int8.log "$dev/gemv_int8" \
+        ${bw:+--bandwidth-gbs "$bw"}
+    step "attention_decode (1B shapes, 2048 cached, 16 layers)" 120 att_decode.log "$dev/attention_decode" \
+        --heads 32 --kv-heads 8 --len 2048 --layers 16 --repeats 5 ${bw:+--bandwidth-gbs "$bw"}
+    step "attention_prefill (16 heads, 2048 tokens)" 180 att_prefill.log "$dev/attention_prefill" \
+        --heads 16 --kv-heads 4 --len 2048 --tf32
+    # Lab 14's GPU pair (naive scores in memory, flash on tensor cores), 256 .. 8192 tokens.
+    step "lab 14 on cuda" 180 lab14_cuda.log "$build/labs/track3/14-attention-kernels/14-attention-kernels" \
+        --device cuda --sweeps prefill,decode --no-plot --out "$tmp/lab14" --json "$tmp/lab14_cuda.json"
+    # Lab 13 with tiny on the GPU, where a step is launch-bound and k + 1 verify rows
+    # should cost about one: the 1.5x speculation target of issue #17 (on the CPU the
+    # tiny model sits in L3 and each extra row costs its arithmetic).
+    step "lab 13 on cuda" 180 lab13_cuda.log "$build/labs/track3/13-speculative-decoding/13-speculative-decoding" \
+        --device cuda --no-plot --out "$tmp/lab13" --json "$tmp/lab13_cuda.json"
+}
+
+# 6. The other benches. bench-llama-125m's context is 1024 positions: prompt 960 + 64 steps.
+bench_steps() {
+    step "bench bench-llama-125m f32" 300 b125_f32.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+        --precision f32 -P 960 -n 64 --json "$tmp/b125_f32.json"
+    step "bench bench-llama-125m bf16" 300 b125_bf16.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+        --precision bf16 -P 960 -n 64 --json "$tmp/b125_bf16.json"
+    step "bench bench-llama-125m int8" 300 b125_int8.log "$pdlab" bench --device cuda -m synthetic:bench-llama-125m \
+        --precision int8 -P 960 -n 64 --json "$tmp/b125_int8.json"
+    # The 1B decode reading a bf16 KV cache (half the cache's bytes), once, short.
+    step "bench llama-1b bf16, bf16 KV cache" 300 b1b_kv16.log env PDLAB_CUDA_KV=bf16 "$pdlab" bench --device cuda \
+        -m synthetic:llama-1b --precision bf16 -P 2048 -n 32 --warmup 1 --repeats 1 --json "$tmp/b1b_kv16.json"
+}
+
+# 8. A lab on both devices (./kit compare's recipe, without its setup).
+# Usage: lab_both NN-name ARGS...: the lab program with --device cuda, then
+# --device cpu (same ARGS), then tools/lab_compare.py side by side.
+lab_both() {
+    local lab=$1 n=${1%%-*}
+    shift
+    local prog="$build/labs/track1/$lab/$lab"
+    step "lab $n on cuda" 240 "lab${n}_cuda.log" "$prog" "$@" --device cuda --json "$tmp/lab${n}_cuda.json" &&
+        step "lab $n on cpu" 240 "lab${n}_cpu.log" "$prog" "$@" --device cpu --json "$tmp/lab${n}_cpu.json" &&
+        step "lab $n side by side" 30 "lab${n}_compare.log" python3 tools/lab_compare.py "$n" \
+            "$tmp/lab${n}_cpu.json" "$tmp/lab${n}_cuda.json"
+}
+
+[ "$gpu_visible" -eq 1 ] && headline_steps
+test_steps
+if [ "$gpu_visible" -eq 1 ]; then
+    harness_steps
+    bench_steps
+    # 7. CPU vs GPU.
+    step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m \
+        --precision bf16 -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
+    # Track 2 on the GPU: the paged engine (block tables, prefix cache, mixed steps) on a trace.
+    step "serve-sim paged on cuda" 180 serve_sim.log "$pdlab" serve-sim --device cuda --engine paged \
+        --model synthetic:bench-llama-125m --quiet --seed 7 --rate 8 --num-requests 32 --shared-prefix-fraction 0.5 \
+        --prefix-len 256 --prompt-len fixed:64 --output-len fixed:32 --ignore-eos --max-seqs 16
+    lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
+    lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
+else
+    loud "NO GPU FOUND: the card, the benches, the targets, the harnesses, compare and labs 02 and 05 need one and did not run"
+fi
+
+write_report
 echo
 cat "$summary"
 echo "report: $report"

@@ -14,8 +14,10 @@
 #include <map>
 
 #include "attention.cuh"
+#include "attention_pair.cuh"
 #include "common.hpp"
 #include "cuda_check.cuh"
+#include "cuda_presence.hpp"
 #include "kv_cache.cuh"
 #include "matmul.cuh"
 #include "model.cuh"
@@ -39,36 +41,11 @@ struct Presence {
     std::string why_not;
 };
 
+// PDLAB_GPU_ARCHS: -Dgpu_archs, set by gpu/meson.build.
 Presence detect_device() {
     Presence p;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        p.why_not = fmt::format("no usable CUDA driver or GPU on this machine ({})", cudaGetErrorString(e));
-        return p;
-    }
-    if (n == 0) {
-        p.why_not = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
-        return p;
-    }
-    cudaDeviceProp prop{};
-    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) {
-        cudaGetLastError();
-        p.why_not = fmt::format("cannot query GPU 0 ({})", cudaGetErrorString(e));
-        return p;
-    }
-    const char* why = nullptr;
-    if (cudaSetDevice(0) != cudaSuccess || !gpu::kernels_runnable(&why)) {
-        cudaGetLastError();
-        p.why_not = fmt::format(
-            "GPU 0 ({}, compute capability {}.{}) cannot run this build's kernels ({}); the kit is "
-            "built for sm_90 (+ PTX for newer cards): add the card's architecture to gpu_archs in "
-            "gpu/meson.build",
-            prop.name, prop.major, prop.minor, why ? why : "unknown reason");
-        return p;
-    }
-    p.present = true;
+    p.why_not = gpu::why_cuda_unusable(gpu::probe_cuda(), PDLAB_GPU_ARCHS);
+    p.present = p.why_not.empty();
     return p;
 }
 
@@ -449,7 +426,11 @@ private:
     void choose_paths(bool paged) {
         dm_.shape = device_shape(model_->config);
         dm_.bf16 = model_->precision != Precision::f32;
+        // The flash kernel's tiles must fit the card's shared memory per block:
+        // head_dim 128 takes 110 KiB, over the 99 KiB of an RTX 30xx/40xx or
+        // L4 (the A100 has 163, Hopper 227); there prefill attention runs on cuBLAS.
         dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(dm_.shape.head_dim) &&
+                            gpu::tiled_attention_smem_bytes(dm_.shape.head_dim) <= prop_.sharedMemPerBlockOptin &&
                             enabled_by_env("PDLAB_CUDA_FLASH");
         kv_precision_ = kv_precision_by_env();
         if (kv_precision_ != gpu::KVPrecision::bf16) return;
@@ -459,9 +440,10 @@ private:
                  "for f32 weights");
         if (!paged && !dm_.flash_prefill)
             fail("PDLAB_CUDA_KV=bf16 needs the flash prefill attention, the one that reads a bf16 cache: it "
-                 "takes a head_dim that is a multiple of 16 up to 256 (this model's: {}) and is off when "
-                 "PDLAB_CUDA_FLASH=0; unset PDLAB_CUDA_KV or PDLAB_CUDA_FLASH",
-                 dm_.shape.head_dim);
+                 "takes a head_dim that is a multiple of 16 up to 256 (this model's: {}) whose tiles fit the "
+                 "GPU's shared memory per block ({}: {} KiB), and is off when PDLAB_CUDA_FLASH=0; unset "
+                 "PDLAB_CUDA_KV or PDLAB_CUDA_FLASH",
+                 dm_.shape.head_dim, prop_.name, prop_.sharedMemPerBlockOptin / 1024);
     }
 
     void upload_model() {
@@ -632,10 +614,10 @@ std::string cuda_device_summary() {
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
-    return fmt::format("{} ({} SMs, {:.1f} GiB, compute capability {}.{}, CUDA runtime {}.{}, driver {}.{})",
+    return fmt::format("{} ({} SMs, {:.1f} GiB, compute capability {}.{}, CUDA runtime {}, driver {})",
                        prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / kGiB,
-                       prop.major, prop.minor, runtime / 1000, runtime % 1000 / 10, driver / 1000,
-                       driver % 1000 / 10);
+                       prop.major, prop.minor, gpu::cuda_version_text(runtime),
+                       gpu::cuda_version_text(driver));
 }
 
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {

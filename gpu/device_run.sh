@@ -4,12 +4,17 @@
 # gpu/prepare_device_bundle.sh, run beforehand on a Debian 12 machine with a
 # network, puts those packages in .device/debs; this script, on the GPU machine:
 #
-#   1. unpacks each .deb into $PREFIX (dpkg -x, or ar + tar: no root, no dpkg database) and
-#      points PATH, PKG_CONFIG_*, CPATH, LIBRARY_PATH and LD_LIBRARY_PATH at it
-#   2. runs gpu/check.sh (configure with -Dcuda=enabled for sm_90, build only
-#      what it runs, tests/gpu, the gpu/dev harnesses, the 125M and 1B benches,
-#      pdlab compare, labs 02 and 05 on both devices) within what is left of
-#      the budget: each step gets at most the time left, later ones are skipped
+#   0. checks and says what it assumes: CUDA under CUDA_PATH or /usr/local/cuda*,
+#      a host g++ that nvcc accepts, dpkg or ar + xz, python3; nvidia-smi and the GPU
+#   1. unpacks each .deb into $PREFIX (dpkg -x, or ar + tar: no root, no dpkg
+#      database) and points the build's search paths (PATH, PKG_CONFIG_*, CPATH,
+#      LIBRARY_PATH) at it; the programs find the bundle's and CUDA's libraries
+#      through an rpath, leaving the machine's own tools their own libraries
+#   2. runs gpu/check.sh (configure with -Dcuda=enabled for this GPU alone,
+#      build only what it runs; then bandwidth, GEMM, the 1B bench and the
+#      targets first, the gpu tests with short timeouts, then the rest) within
+#      what is left of the budget: each step gets at most the time left, later
+#      ones are skipped. $OUT/report.md is rewritten after every step
 #   3. always writes $OUT/report.md (check.sh's report, or what exists of it),
 #      $OUT/device_run.log and $OUT/results.tar.gz (every log and JSON)
 #
@@ -83,27 +88,70 @@ unpack_bundle() {
     say "unpacked ${#debs[@]} packages into $prefix in $(elapsed) s"
 }
 
-# The unpacked packages first on every search path. pkg-config reads only the
-# bundle's .pc files, and its sysroot turns their /usr paths into $prefix/usr.
+# The unpacked packages first on the build's search paths. pkg-config reads
+# only the bundle's .pc files, and its sysroot turns their /usr paths into
+# $prefix/usr. At run time the kit's programs find the bundle's libraries
+# through an rpath (LDFLAGS, read by meson setup; gpu/meson.build adds CUDA's),
+# not LD_LIBRARY_PATH: bookworm's libraries ahead of the machine's own would be
+# loaded by its python3, nvidia-smi and the rest too. DT_RPATH
+# (--disable-new-dtags), not DT_RUNPATH, so that it also serves the libraries'
+# own dependencies (libdnnl loads libOpenCL).
 bundle_env() {
     local lib="$prefix/usr/lib/x86_64-linux-gnu"
     export PATH="$prefix/bin:$prefix/usr/bin:$PATH"
     export PYTHONPATH="$prefix/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
-    export PKG_CONFIG="$prefix/usr/bin/pkgconf"
+    # Debian's pkgconf needs the bundle's libpkgconf3, and only it gets the bundle's libraries.
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s/usr/bin/pkgconf "$@"\n' "$lib" "$prefix" >"$prefix/bin/pkgconf"
+    chmod +x "$prefix/bin/pkgconf"
+    export PKG_CONFIG="$prefix/bin/pkgconf"
     export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$prefix/usr/share/pkgconfig"
     export PKG_CONFIG_SYSROOT_DIR="$prefix"
     # The multiarch folder too: openssl's headers include opensslconf.h from it.
     export CPATH="$prefix/usr/include:$prefix/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
     export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
-    export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    command -v nvcc >/dev/null 2>&1 || export PATH="$PATH:/usr/local/cuda/bin"
+    export LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$lib${LDFLAGS:+ $LDFLAGS}"
+    export PATH="$cuda/bin:$PATH"
+}
+
+# The assumptions this script makes about the machine, checked: CUDA under
+# CUDA_PATH or /usr/local/cuda*, a host g++ its nvcc accepts, dpkg or ar + xz
+# to unpack the bundle, python3 for meson. Sets $cuda. Fails (2) with the
+# reason when one does not hold; nvidia-smi is only reported (describe_machine).
+check_assumptions() {
+    local c
+    cuda=""
+    for c in "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-*; do
+        [ -n "$c" ] && [ -x "$c/bin/nvcc" ] && { cuda=$c; break; }
+    done
+    [ -n "$cuda" ] || { say "no CUDA Toolkit: no nvcc under CUDA_PATH or /usr/local/cuda*; set CUDA_PATH"; return 2; }
+    say "CUDA: $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+    if command -v dpkg >/dev/null 2>&1; then
+        say "unpacking with dpkg"
+    elif command -v ar >/dev/null 2>&1 && command -v xz >/dev/null 2>&1; then
+        say "unpacking with ar + xz (no dpkg)"
+    else
+        say "neither dpkg nor ar + xz: cannot unpack the bundle"
+        return 2
+    fi
+    command -v python3 >/dev/null 2>&1 || { say "no python3: Debian's meson needs one"; return 2; }
+    # nvcc refuses host compilers newer than it knows; try one tiny file.
+    local probe
+    probe=$(mktemp -d)
+    echo '__global__ void k() {} int main() { k<<<1, 1>>>(); }' >"$probe/p.cu"
+    if ! "$cuda/bin/nvcc" -c "$probe/p.cu" -o "$probe/p.o" >"$probe/log" 2>&1; then
+        say "nvcc cannot compile with this host compiler ($(c++ --version 2>&1 | head -n1)): $(head -n3 "$probe/log")"
+        rm -rf "$probe"
+        return 2
+    fi
+    say "host compiler nvcc accepts: $(c++ --version 2>&1 | head -n1)"
+    rm -rf "$probe"
 }
 
 # The machine as found: the tools the build needs and where they come from.
 describe_machine() {
     say "host $(uname -n): $(nproc) cores, $(uname -r); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
     say "meson $(meson --version 2>&1 | head -n1) ($(command -v meson)); ninja $(ninja --version 2>&1) ($(command -v ninja))"
-    say "c++: $(c++ --version 2>&1 | head -n1); nvcc: $(nvcc --version 2>&1 | tail -n2 | head -n1)"
+    say "python3: $(python3 --version 2>&1) ($(command -v python3))"
     if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
         say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -n1)"
     else
@@ -134,6 +182,7 @@ drop_foreign_build() {
 
 main() {
     drop_foreign_build
+    check_assumptions || { collect; return 2; }
     unpack_bundle || { collect; return 2; }
     bundle_env
     describe_machine
