@@ -57,7 +57,8 @@ const Presence& presence() {
 // The kernels' copy of the model's shape.
 gpu::DeviceShape device_shape(const Config& c) {
     gpu::DeviceShape s;
-    s.llama = c.family == Family::llama;
+    const FamilyTraits& t = c.traits();
+    s.rmsnorm = t.norm == Norm::rmsnorm, s.rotary = t.positions == Positions::rotary, s.swiglu = t.mlp == Mlp::swiglu;
     s.dim = c.dim, s.hidden_dim = c.hidden_dim, s.n_layers = c.n_layers;
     s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
     s.vocab_size = c.vocab_size, s.max_seq_len = c.max_seq_len, s.norm_eps = c.norm_eps;
@@ -92,6 +93,9 @@ public:
                  "packed for the CPU (weights.hpp) and there is nothing to upload: load it with "
                  "Backends{{.cpu = true, .cuda = true}} to build both engines on it");
         const Config& c = model_->config;
+        if (c.sliding_window > 0)
+            fail("{} has a sliding window of {} positions (sliding_window), which the CUDA attention kernels do "
+                 "not implement: run it with --device cpu", c.name, c.sliding_window);
         PD_CUDA(cudaSetDevice(0));
         PD_CUDA(cudaGetDeviceProperties(&prop_, 0));
         const int S = pool ? pool->max_seq : o.max_seq > 0 ? std::min(o.max_seq, c.max_seq_len) : c.max_seq_len;
@@ -333,7 +337,7 @@ private:
         std::size_t free_b = 0, total_b = 0;
         PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
         const double weights = double(weight_bytes_on_device());
-        const std::size_t rope = c.family == Family::llama ? std::size_t(S) * c.head_dim * sizeof(float) : 0;
+        const std::size_t rope = c.traits().positions == Positions::rotary ? std::size_t(S) * c.head_dim * sizeof(float) : 0;
         const double cache = double(kv + rope);
         const double work = double(run_state + gpu::kBlasWorkspaceBytes);
         const double need = weights + cache + work;
@@ -451,7 +455,7 @@ private:
         const gpu::DeviceShape& s = dm_.shape;
         dm_.tok_emb = arena_.upload(w.tok_emb);
         dm_.pos_emb = upload_opt(w.pos_emb);
-        if (!s.llama) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);
+        if (!s.rotary) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);
         dm_.layers.reserve(w.layers.size());
         for (const LayerWeights& L : w.layers) {
             gpu::DeviceLayer d;
@@ -479,14 +483,14 @@ private:
         PD_GPU_REQUIRE(dm_.head.bf16 == dm_.bf16);
     }
 
-    // Rotary tables for the S positions the cache holds (Llama), not the
+    // Rotary tables for the S positions the cache holds (rotary families), not the
     // model's whole context: (S, head_dim/2) each.
     void upload_rope(int S) {
         const Config& c = model_->config;
-        if (c.family != Family::llama) return;
+        if (c.traits().positions != Positions::rotary) return;
         const std::size_t n = std::size_t(S) * (c.head_dim / 2);
         std::vector<float> cos_table(n), sin_table(n);
-        rope_tables(cos_table.data(), sin_table.data(), S, c.head_dim, c.rope_theta);
+        rope_tables(cos_table.data(), sin_table.data(), S, c.head_dim, c.rope_theta, c.rope_scaling);
         dm_.rope_cos = arena_.upload(cos_table);
         dm_.rope_sin = arena_.upload(sin_table);
     }

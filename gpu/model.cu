@@ -26,7 +26,7 @@ RowElems row_elems(const DeviceShape& c, bool bf16) {
     e.mlp_h = c.mlp_in_dim();
     if (bf16) {
         e.act16 = std::max({c.dim, c.q_dim(), c.hidden_dim});
-        e.mlp16 = c.llama ? c.hidden_dim : 0;
+        e.mlp16 = c.swiglu ? c.hidden_dim : 0;
     } else {
         e.xn = c.dim;
         e.mlp_act = c.hidden_dim;
@@ -94,7 +94,7 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
     const cudaStream_t s = blas.stream();
     const int rows = a.rows;
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim, QKV = c.qkv_dim();
-    const bool llama = c.llama, bf16 = m.bf16;
+    const bool bf16 = m.bf16;
     PD_GPU_REQUIRE(rows >= 1 && rows <= st.capacity);
     PD_GPU_REQUIRE(a.n_kept >= 1 && a.n_kept <= st.logits_rows && a.first_kept >= 0 &&
                    a.first_kept + a.n_kept <= rows);
@@ -111,7 +111,7 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
     };
     // norm(in) into the input of the next product.
     auto norm = [&](const float* w, const float* b, const float* in, int M) {
-        if (llama) {
+        if (c.rmsnorm) {
             if (bf16) rmsnorm(act16, in, w, M, D, c.norm_eps, s);
             else rmsnorm(st.xn.data(), in, w, M, D, c.norm_eps, s);
         } else {
@@ -121,7 +121,7 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
     };
 
     // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
-    embed(x, st.token.data(), pos, m.tok_emb, llama ? nullptr : m.pos_emb, rows, D, s);
+    embed(x, st.token.data(), pos, m.tok_emb, c.rotary ? nullptr : m.pos_emb, rows, D, s);
 
     for (int l = 0; l < c.n_layers; l++) {
         const DeviceLayer& L = m.layers[l];
@@ -138,7 +138,7 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
         //    Llama does both in one launch: q rotated in place, the rotated k and
         //    the v written straight into the cache (the row's k part stays
         //    unrotated: every attention path reads K from the cache).
-        if (llama)
+        if (c.rotary)
             rope_kv_write(kv, st.qkv.data(), QKV, c.n_heads, slot, pos, m.rope_cos, m.rope_sin, rows, s);
         else
             kv_write(kv, st.qkv.data() + Q, st.qkv.data() + Q + KV, QKV, slot, pos, rows, s);
@@ -166,14 +166,14 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
 
         // 8. MLP sublayer: x += mlp(norm(x)).
         norm(L.norm2_w, L.norm2_b, x, rows);
-        if (llama && bf16) {
+        if (c.swiglu && bf16) {
             // silu(gate) * up into mlp16: for a few rows in the MLP-in GEMV's
             // epilogue, else after the product into mlp_h (matmul.cuh).
             linear_swiglu(blas, L.mlp_in, act16, rows, st.mlp16.data(), st.mlp_h.data());
             linear(blas, L.mlp_out, st.mlp16.data(), rows, x, true);
         } else {
             product(L.mlp_in, st.xn.data(), rows, st.mlp_h.data(), false);
-            if (llama) swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F, s);  // silu(gate) * up
+            if (c.swiglu) swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F, s);  // silu(gate) * up
             else if (bf16) gelu_tanh(act16, st.mlp_h.data(), long(rows) * F, s);
             else gelu_tanh(st.mlp_act.data(), st.mlp_h.data(), long(rows) * F, s);
             product(L.mlp_out, st.mlp_act.data(), rows, x, true);
@@ -184,11 +184,11 @@ void forward(const DeviceModel& m, DeviceKVCache& cache, DeviceRunState& st, con
     //    (they are consecutive: the last prompt row, every prompt row, or every
     //    decode row).
     const float* xr = x + std::size_t(a.first_kept) * D;
-    if (llama) {
-        if (bf16) rmsnorm(act16, xr, m.norm_f_w, a.n_kept, D, c.norm_eps, s);
-        else rmsnorm(st.kept.data(), xr, m.norm_f_w, a.n_kept, D, c.norm_eps, s);
+    if (bf16) {
+        if (c.rmsnorm) rmsnorm(act16, xr, m.norm_f_w, a.n_kept, D, c.norm_eps, s);
+        else layernorm(act16, xr, m.norm_f_w, m.norm_f_b, a.n_kept, D, c.norm_eps, s);
     } else {
-        if (bf16) layernorm(act16, xr, m.norm_f_w, m.norm_f_b, a.n_kept, D, c.norm_eps, s);
+        if (c.rmsnorm) rmsnorm(st.kept.data(), xr, m.norm_f_w, a.n_kept, D, c.norm_eps, s);
         else layernorm(st.kept.data(), xr, m.norm_f_w, m.norm_f_b, a.n_kept, D, c.norm_eps, s);
     }
     product(m.head, st.kept.data(), a.n_kept, st.logits.data(), false);

@@ -25,7 +25,9 @@ namespace pd::gpu {
 
 // The model's shape (a copy of what the kernels need from pd::Config).
 struct DeviceShape {
-    bool llama = true;  // llama: RMSNorm, rotary, SwiGLU; else GPT-2: LayerNorm, learned positions, GELU
+    // The family's traits (pd::FamilyTraits): llama's by default, GPT-2's are
+    // LayerNorm with a bias, learned positions and a GELU MLP.
+    bool rmsnorm = true, rotary = true, swiglu = true;
     int dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
     int vocab_size = 0, max_seq_len = 0;
     float norm_eps = 1e-5f;
@@ -33,7 +35,7 @@ struct DeviceShape {
     int q_dim() const { return n_heads * head_dim; }
     int kv_dim() const { return n_kv_heads * head_dim; }
     int qkv_dim() const { return q_dim() + 2 * kv_dim(); }
-    int mlp_in_dim() const { return llama ? 2 * hidden_dim : hidden_dim; }
+    int mlp_in_dim() const { return swiglu ? 2 * hidden_dim : hidden_dim; }
 };
 
 struct DeviceLayer {

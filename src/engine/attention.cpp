@@ -56,7 +56,7 @@ static void run_items(int items, bool dynamic, Item item) {
 }
 
 void attention_prefill(float* out, const float* q, const KVCache& c, int layer, int b, int start,
-                       int T, int n_heads) {
+                       int T, int n_heads, int window) {
     const int D = c.head_dim, stride = n_heads * D;
     const int kQB = prefill_block_queries();
     const int nblocks = (T + kQB - 1) / kQB;
@@ -66,12 +66,12 @@ void attention_prefill(float* out, const float* q, const KVCache& c, int layer, 
         const int kv_h = kv_head_for(h, n_heads, c.n_kv_heads);
         const int t0 = qb * kQB, nq = std::min(kQB, T - t0);
         attention_prefill_block(out + h * D, q + h * D, stride, contiguous_tiles(kv_key(c, layer, b, kv_h, 0)),
-                                contiguous_tiles(kv_value(c, layer, b, kv_h, 0)), start, t0, nq, D);
+                                contiguous_tiles(kv_value(c, layer, b, kv_h, 0)), start, t0, nq, D, window);
     });
 }
 
 void attention_decode(float* out, const float* q, const KVCache& c, int layer, const int* slots,
-                      const int* pos, int rows, int n_heads) {
+                      const int* pos, int rows, int n_heads, int window) {
     const int D = c.head_dim, stride = n_heads * D;
     const int G = n_heads / c.n_kv_heads;
     // Items: (row, KV head, slice of at most kMaxDecodeGroup of its query heads).
@@ -81,7 +81,8 @@ void attention_decode(float* out, const float* q, const KVCache& c, int layer, c
         const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
         attention_decode_group(out + std::size_t(r) * stride + h0 * D, q + std::size_t(r) * stride + h0 * D,
                                contiguous_tiles(kv_key(c, layer, slots[r], kv_h, 0)),
-                               contiguous_tiles(kv_value(c, layer, slots[r], kv_h, 0)), pos[r] + 1, g, D);
+                               contiguous_tiles(kv_value(c, layer, slots[r], kv_h, 0)),
+                               first_visible_key(pos[r], window), pos[r] + 1, g, D);
     });
 }
 
@@ -94,7 +95,7 @@ static KvTiles value_tiles(const PagedKVCache& c, int layer, const BlockTable& t
 }
 
 void attention_paged(float* out, const float* q, const PagedKVCache& c, int layer, std::span<const PagedSpan> spans,
-                     int n_heads) {
+                     int n_heads, int window) {
     const int D = c.head_dim, stride = n_heads * D, G = n_heads / c.n_kv_heads;
     const int kQB = prefill_block_queries(), slices = (G + kMaxDecodeGroup - 1) / kMaxDecodeGroup;
     // Items of a decode span: (KV head, slice of its query heads), as attention_decode.
@@ -112,12 +113,12 @@ void attention_paged(float* out, const float* q, const PagedKVCache& c, int laye
             const int kv_h = it / slices, sl = it % slices;
             const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
             attention_decode_group(o + h0 * D, qs + h0 * D, key_tiles(c, layer, *s.table, kv_h),
-                                   value_tiles(c, layer, *s.table, kv_h), s.start + 1, g, D);
+                                   value_tiles(c, layer, *s.table, kv_h), first_visible_key(s.start, window), s.start + 1, g, D);
         } else {
             const int nblocks = (s.n + kQB - 1) / kQB, qb = nblocks - 1 - it / n_heads, h = it % n_heads;
             const int kv_h = kv_head_for(h, n_heads, c.n_kv_heads), t0 = qb * kQB;
             attention_prefill_block(o + h * D, qs + h * D, stride, key_tiles(c, layer, *s.table, kv_h),
-                                    value_tiles(c, layer, *s.table, kv_h), s.start, t0, std::min(kQB, s.n - t0), D);
+                                    value_tiles(c, layer, *s.table, kv_h), s.start, t0, std::min(kQB, s.n - t0), D, window);
         }
     });
 }

@@ -1,5 +1,9 @@
 // Causal self-attention against the KV cache, one layer at a time.
 //
+// window > 0 is a sliding window (Mistral's): the query at position p sees
+// keys p-window+1 .. p only. The cache keeps every position; the window only
+// changes what attention reads. window 0 (the default): keys 0 .. p.
+//
 // Query head h reads KV head h / group_size: with n_kv_heads == n_heads that
 // is multi-head attention (MHA), with 1 it is multi-query (MQA), in between
 // grouped-query (GQA). One code path serves all three.
@@ -24,13 +28,13 @@ void attend_one(float* out, const float* q, const KVCache& c, int layer, int b, 
 // are already in the cache. Query i sees positions 0 .. start+i (causal).
 // q, out: (T, n_heads * head_dim).
 void attention_prefill(float* out, const float* q, const KVCache& c, int layer, int b, int start,
-                       int T, int n_heads);
+                       int T, int n_heads, int window = 0);
 
 // Decode: one query per sequence; row r belongs to sequence slots[r] at
 // position pos[r] and sees positions 0 .. pos[r].
 // q, out: (rows, n_heads * head_dim).
 void attention_decode(float* out, const float* q, const KVCache& c, int layer, const int* slots,
-                      const int* pos, int rows, int n_heads);
+                      const int* pos, int rows, int n_heads, int window = 0);
 
 // A run of one sequence's rows in a mixed batch: rows row0 .. row0+n-1 of q
 // and out are its positions start .. start+n-1, whose K/V are already written
@@ -46,6 +50,6 @@ struct PagedSpan {
 // its cached prefix and causally within itself (as attention_prefill).
 // q, out: (rows, n_heads * head_dim).
 void attention_paged(float* out, const float* q, const PagedKVCache& c, int layer, std::span<const PagedSpan> spans,
-                     int n_heads);
+                     int n_heads, int window = 0);
 
 }  // namespace pd

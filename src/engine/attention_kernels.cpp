@@ -39,13 +39,15 @@ namespace pd {
 namespace HWY_NAMESPACE {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Calls f(t0, nt, tile) for the tiles of rows 0 .. n-1: rows t0 .. t0+nt-1 start at `tile`.
+// Calls f(i, nt, rows) for the rows first .. last-1 of T (rows of Dh floats),
+// one run per tile: rows first+i .. first+i+nt-1 are contiguous from `rows`.
 template <class F>
-HWY_INLINE void for_each_tile(const KvTiles& T, int n, F f) {
-    for (int t0 = 0; t0 < n;) {
-        const int nt = std::min(T.tile_rows, n - t0);
-        f(t0, nt, T.tile(t0));
-        t0 += nt;
+HWY_INLINE void for_each_tile(const KvTiles& T, int first, int last, int Dh, F f) {
+    for (int j = first; j < last;) {
+        const int tile_end = T.tile_rows == INT_MAX ? last : (j / T.tile_rows + 1) * T.tile_rows;
+        const int nt = std::min(tile_end, last) - j;
+        f(j - first, nt, T.row(j, Dh));
+        j += nt;
     }
 }
 
@@ -119,14 +121,14 @@ HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* 
     }
 }
 
-void DecodeGroup(float* out, const float* q, const KvTiles& K, const KvTiles& Vt, int n, int G, int Dh) {
+void DecodeGroup(float* out, const float* q, const KvTiles& K, const KvTiles& Vt, int first, int n, int G, int Dh) {
     const float scale = 1.0f / std::sqrt(float(Dh));
     HWY_ALIGN float s[kMaxDecodeGroup][kChunk];
     float m[kMaxDecodeGroup], l[kMaxDecodeGroup], alpha[kMaxDecodeGroup];
     for (int i = 0; i < G; i++) m[i] = kNegInf, l[i] = 0.0f;
     std::fill(out, out + std::size_t(G) * Dh, 0.0f);
-    for_each_tile(K, n, [&](int t0, int nt, const float* Kt) {
-        const float* Vc = Vt.tile(t0);
+    for_each_tile(K, first, n, Dh, [&](int i, int nt, const float* Kt) {
+        const float* Vc = Vt.row(first + i, Dh);
         for (int j0 = 0; j0 < nt; j0 += kChunk) {
             const int nc = std::min(kChunk, nt - j0);
             chunk_scores(s, q, Kt, j0, nc, G, Dh, scale);
@@ -175,25 +177,33 @@ HWY_INLINE void scores_keys(float* St, const float* Qt, const float* K, int j, i
     }
 }
 
-// Causal softmax down the columns of S^T (n keys): query i of the block, at
-// position first + i, sees keys 0 .. first + i. Leaves P^T in St, 1/l in inv_l.
-HWY_INLINE void causal_softmax(float* St, float* inv_l, int n, int first) {
+// Causal softmax down the columns of S^T, whose row r is key k0 + r (n
+// keys): query i of the block, at position p = q0 + i, sees keys k0 .. p, and
+// under a sliding window (window > 0) only p-window+1 .. p. Leaves P^T in St,
+// 1/l in inv_l.
+HWY_INLINE void causal_softmax(float* St, float* inv_l, int k0, int n, int q0, int window) {
     const D d;
     for (int h = 0; h < kQB; h += kLanes) {
-        const V pos = hn::Iota(d, float(first + h));  // exact: positions < 2^24
+        const V pos = hn::Iota(d, float(q0 + h));  // exact: positions < 2^24
+        const int last_pos = q0 + h + kLanes - 1;
         V mx = hn::Set(d, kNegInf);
-        for (int j = 0; j < n; j++) {
-            float* s = St + std::size_t(j) * kQB + h;
+        for (int r = 0; r < n; r++) {
+            const int j = k0 + r;
+            float* s = St + std::size_t(r) * kQB + h;
             V sv = hn::Load(d, s);
-            if (j >= first + h) {
+            if (j > q0 + h) {  // after some lane's position
                 sv = hn::IfThenElse(hn::Lt(pos, hn::Set(d, float(j))), hn::Set(d, kNegInf), sv);
+                hn::Store(sv, d, s);
+            }
+            if (window > 0 && j + window <= last_pos) {  // out of some lane's window
+                sv = hn::IfThenElse(hn::Ge(pos, hn::Set(d, float(j + window))), hn::Set(d, kNegInf), sv);
                 hn::Store(sv, d, s);
             }
             mx = hn::Max(mx, sv);
         }
         V l = hn::Zero(d);
-        for (int j = 0; j < n; j++) {
-            float* s = St + std::size_t(j) * kQB + h;
+        for (int r = 0; r < n; r++) {
+            float* s = St + std::size_t(r) * kQB + h;
             const V p = Exp(d, hn::Sub(hn::Load(d, s), mx));
             hn::Store(p, d, s);
             l = hn::Add(l, p);
@@ -208,7 +218,7 @@ HWY_INLINE void causal_softmax(float* St, float* inv_l, int n, int first) {
 // is loaded once per QS queries.
 template <int DC>
 HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const float* inv_l, const KvTiles& Vt,
-                            int n, int nq) {
+                            int first, int last, int nq) {
     const D d;
     constexpr int QS = std::clamp((kRegs - 1) / (DC + 1), 1, 8);
     constexpr int Dh = DC * kLanes;
@@ -216,7 +226,7 @@ HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const f
         V acc[QS][DC];
         for (auto& row : acc)
             for (auto& a : row) a = hn::Zero(d);
-        for_each_tile(Vt, n, [&](int t0, int nt, const float* Vc) {
+        for_each_tile(Vt, first, last, Dh, [&](int t0, int nt, const float* Vc) {
             for (int j = 0; j < nt; j++) {
                 const float* p = Pt + std::size_t(t0 + j) * kQB + i0;
                 V pb[QS];
@@ -235,7 +245,7 @@ HWY_INLINE void values_rows(float* out, std::size_t ld, const float* Pt, const f
 
 // The same for any head size: one vector of D at a time, a scalar tail.
 HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const float* inv_l, const KvTiles& Vt,
-                           int n, int Dh, int nq) {
+                           int first, int last, int Dh, int nq) {
     const D d;
     constexpr int QS = 8;
     const int Dv = Dh / kLanes * kLanes;
@@ -244,7 +254,7 @@ HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const fl
         for (int c = 0; c < Dv; c += kLanes) {
             V acc[QS];
             for (int i = 0; i < QS; i++) acc[i] = hn::Zero(d);
-            for_each_tile(Vt, n, [&](int t0, int nt, const float* Vc) {
+            for_each_tile(Vt, first, last, Dh, [&](int t0, int nt, const float* Vc) {
                 for (int j = 0; j < nt; j++) {
                     const V vv = hn::LoadU(d, Vc + std::size_t(j) * Dh + c);
                     const float* p = Pt + std::size_t(t0 + j) * kQB + i0;
@@ -257,7 +267,7 @@ HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const fl
         for (int c = Dv; c < Dh; c++)
             for (int i = 0; i < qs; i++) {
                 float sum = 0.0f;
-                for_each_tile(Vt, n, [&](int t0, int nt, const float* Vc) {
+                for_each_tile(Vt, first, last, Dh, [&](int t0, int nt, const float* Vc) {
                     for (int j = 0; j < nt; j++) sum += Pt[std::size_t(t0 + j) * kQB + i0 + i] * Vc[std::size_t(j) * Dh + c];
                 });
                 out[(i0 + i) * ld + c] = sum * inv_l[i0 + i];
@@ -266,13 +276,13 @@ HWY_INLINE void values_any(float* out, std::size_t ld, const float* Pt, const fl
 }
 
 HWY_INLINE void values_block(float* out, std::size_t ld, const float* Pt, const float* inv_l, const KvTiles& Vc,
-                             int n, int Dh, int nq) {
+                             int first, int last, int Dh, int nq) {
     switch (Dh % kLanes ? 0 : Dh / kLanes) {
-        case 1: return values_rows<1>(out, ld, Pt, inv_l, Vc, n, nq);
-        case 2: return values_rows<2>(out, ld, Pt, inv_l, Vc, n, nq);
-        case 4: return values_rows<4>(out, ld, Pt, inv_l, Vc, n, nq);
-        case 8: return values_rows<8>(out, ld, Pt, inv_l, Vc, n, nq);
-        default: return values_any(out, ld, Pt, inv_l, Vc, n, Dh, nq);
+        case 1: return values_rows<1>(out, ld, Pt, inv_l, Vc, first, last, nq);
+        case 2: return values_rows<2>(out, ld, Pt, inv_l, Vc, first, last, nq);
+        case 4: return values_rows<4>(out, ld, Pt, inv_l, Vc, first, last, nq);
+        case 8: return values_rows<8>(out, ld, Pt, inv_l, Vc, first, last, nq);
+        default: return values_any(out, ld, Pt, inv_l, Vc, first, last, Dh, nq);
     }
 }
 
@@ -284,17 +294,20 @@ HWY_INLINE void scores_tile(float* St, const float* Qt, const float* Kt, int nt,
 }
 
 void PrefillBlock(float* out, const float* q, std::size_t stride, const KvTiles& K, const KvTiles& Vc, int start,
-                  int t0, int nq, int Dh) {
-    const int n = start + t0 + nq;  // keys 0 .. position of the last query
+                  int t0, int nq, int Dh, int window) {
+    const int first = first_visible_key(start + t0, window);  // the first query's first key
+    const int last = start + t0 + nq;                         // one past the last query's position
+    const int n = last - first;
     float* Qt = prefill_scratch(std::size_t(Dh) * kQB + std::size_t(n) * kQB + kQB);
     float* St = Qt + std::size_t(Dh) * kQB;
     float* inv_l = St + std::size_t(n) * kQB;
     const float scale = 1.0f / std::sqrt(float(Dh));
     for (int i = 0; i < kQB; i++)
         for (int c = 0; c < Dh; c++) Qt[c * kQB + i] = i < nq ? q[(t0 + i) * stride + c] * scale : 0.0f;
-    for_each_tile(K, n, [&](int k0, int nk, const float* Kt) { scores_tile(St + std::size_t(k0) * kQB, Qt, Kt, nk, Dh); });
-    causal_softmax(St, inv_l, n, start + t0);
-    values_block(out + t0 * stride, stride, St, inv_l, Vc, n, Dh, nq);
+    for_each_tile(K, first, last, Dh,
+                  [&](int k0, int nk, const float* Kt) { scores_tile(St + std::size_t(k0) * kQB, Qt, Kt, nk, Dh); });
+    causal_softmax(St, inv_l, first, n, start + t0, window);
+    values_block(out + t0 * stride, stride, St, inv_l, Vc, first, last, Dh, nq);
 }
 
 int PrefillBlockQueries() { return kQB; }
@@ -310,15 +323,16 @@ HWY_EXPORT(DecodeGroup);
 HWY_EXPORT(PrefillBlock);
 HWY_EXPORT(PrefillBlockQueries);
 
-void attention_decode_group(float* out, const float* q, const KvTiles& K, const KvTiles& V, int n, int G, int D) {
+void attention_decode_group(float* out, const float* q, const KvTiles& K, const KvTiles& V, int first, int n, int G,
+                            int D) {
     kernel_isa();  // applies PDLAB_ISA before the first dispatch
-    HWY_DYNAMIC_DISPATCH(DecodeGroup)(out, q, K, V, n, G, D);
+    HWY_DYNAMIC_DISPATCH(DecodeGroup)(out, q, K, V, first, n, G, D);
 }
 
 void attention_prefill_block(float* out, const float* q, std::size_t stride, const KvTiles& K, const KvTiles& V,
-                             int start, int t0, int nq, int D) {
+                             int start, int t0, int nq, int D, int window) {
     kernel_isa();
-    HWY_DYNAMIC_DISPATCH(PrefillBlock)(out, q, stride, K, V, start, t0, nq, D);
+    HWY_DYNAMIC_DISPATCH(PrefillBlock)(out, q, stride, K, V, start, t0, nq, D, window);
 }
 
 int prefill_block_queries() {

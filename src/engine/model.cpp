@@ -30,7 +30,6 @@ const CpuWeights& cpu_weights(const Model& m) {
 
 static void size_run_state(RunState& st, const Config& c, int rows) {
     std::size_t R = std::size_t(rows);
-    int mlp_rows = c.family == Family::llama ? 2 * c.hidden_dim : c.hidden_dim;
     st.capacity = rows;
     st.x.resize(R * c.dim);
     st.xn.resize(R * c.dim);
@@ -38,7 +37,7 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     st.q.resize(R * c.q_dim());
     st.att.resize(R * c.q_dim());
     st.proj.resize(R * c.dim);
-    st.mlp_h.resize(R * mlp_rows);
+    st.mlp_h.resize(R * c.mlp_in_rows());
     st.mlp_act.resize(R * c.hidden_dim);
     st.token.resize(R);
     st.slot.resize(R);
@@ -58,14 +57,14 @@ RunState make_run_state(const Config& c, int capacity) {
     return st;
 }
 
-// The rotary angles of positions 0 .. S-1 (Llama; GPT-2 learns its positions).
+// The rotary angles of positions 0 .. S-1 (rotary families; GPT-2 learns its positions).
 template <class Cache>
 static void fill_rope_tables(Cache& cache, const Config& c, int S) {
-    if (c.family != Family::llama) return;
+    if (c.traits().positions != Positions::rotary) return;
     const std::size_t n = std::size_t(S) * (c.head_dim / 2);
     cache.rope_cos.resize(n);
     cache.rope_sin.resize(n);
-    rope_tables(cache.rope_cos.data(), cache.rope_sin.data(), S, c.head_dim, c.rope_theta);
+    rope_tables(cache.rope_cos.data(), cache.rope_sin.data(), S, c.head_dim, c.rope_theta, c.rope_scaling);
 }
 
 KVCache make_kv_cache(const Model& m, int batch, int max_seq) {
@@ -109,11 +108,12 @@ struct ContiguousPass {
     }
     // Prefill: T queries of one sequence, query i sees positions 0..start+i.
     // Decode : one query per sequence, each sees its whole cache.
-    void attend(float* out, const float* q, int layer, int n_heads) {
+    // (Both only the last `window` positions of those under a sliding window.)
+    void attend(float* out, const float* q, int layer, int n_heads, int window) {
         if (phase == Phase::prefill)
-            attention_prefill(out, q, cache, layer, st.slot[0], st.pos[0], rows, n_heads);
+            attention_prefill(out, q, cache, layer, st.slot[0], st.pos[0], rows, n_heads, window);
         else
-            attention_decode(out, q, cache, layer, st.slot.data(), st.pos.data(), rows, n_heads);
+            attention_decode(out, q, cache, layer, st.slot.data(), st.pos.data(), rows, n_heads, window);
     }
     void layer_written(int) {}
 };
@@ -129,9 +129,10 @@ struct PagedPass {
     void write(int layer, int r, const float* k, const float* v) {
         paged_write(cache, layer, *st.spans[st.slot[r]].table, st.pos[r], k, v);
     }
-    // Each span: its rows see the sequence's cached prefix and, causally, each other.
-    void attend(float* out, const float* q, int layer, int n_heads) {
-        attention_paged(out, q, cache, layer, st.spans, n_heads);
+    // Each span: its rows see the sequence's cached prefix and, causally, each
+    // other (within the sliding window when there is one).
+    void attend(float* out, const float* q, int layer, int n_heads, int window) {
+        attention_paged(out, q, cache, layer, st.spans, n_heads, window);
     }
     void layer_written(int layer) {
         if (on_layer) on_layer(layer);
@@ -144,6 +145,13 @@ struct PagedPass {
 // over every core already, so two threads lose nothing by taking turns.
 std::mutex forward_mutex;
 
+// out = the family's norm of x: RMSNorm (w) or LayerNorm (w, b), rows of D.
+void norm(const Config& c, float* out, const float* x, const std::vector<float>& w, const std::vector<float>& b,
+          int rows) {
+    if (c.traits().norm == Norm::rmsnorm) rmsnorm(out, x, w.data(), rows, c.dim, c.norm_eps);
+    else layernorm(out, x, w.data(), b.data(), rows, c.dim, c.norm_eps);
+}
+
 // The layers, for the rows described by st.token / st.slot / st.pos, with the
 // cache reached through `cache` (ContiguousPass or PagedPass).
 // Returns logits for st.keep_rows.
@@ -155,14 +163,14 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
     const CpuWeights& packed = cpu_weights(m);  // the same matrices, in the CPU kernels' layouts
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
     const int qkv_stride = Q + 2 * KV;
-    const bool llama = c.family == Family::llama;
+    const bool rotary = c.traits().positions == Positions::rotary;
     float* x = st.x.data();
 
     // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
     for (int r = 0; r < rows; r++) {
         std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(st.token[r]) * D,
                     sizeof(float) * D);
-        if (!llama) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
+        if (!rotary) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
     }
 
     for (int l = 0; l < c.n_layers; l++) {
@@ -170,14 +178,14 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
         const CpuLayer& P = packed.layers[l];
 
         // 2. Attention sublayer input: xn = norm(x).
-        if (llama) rmsnorm(st.xn.data(), x, L.norm1_w.data(), rows, D, c.norm_eps);
-        else layernorm(st.xn.data(), x, L.norm1_w.data(), L.norm1_b.data(), rows, D, c.norm_eps);
+        norm(c, st.xn.data(), x, L.norm1_w, L.norm1_b, rows);
 
-        // 3. Project to queries, keys and values: (rows, D) -> (rows, Q + 2 KV).
+        // 3. Project to queries, keys and values: (rows, D) -> (rows, Q + 2 KV),
+        //    with their biases where the family has them (GPT-2, Qwen2).
         linear_forward(P.qkv, st.xn.data(), rows, st.qkv.data());
 
         // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
-        if (llama) {
+        if (rotary) {
             rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, st.pos.data(),
                  cache.rope_cos(), cache.rope_sin());
             rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, st.pos.data(),
@@ -192,19 +200,19 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
         }
         cache.layer_written(l);  // layer l's K/V of every row are final (a disaggregated prefill sends them now)
 
-        // 6. Attention over the cache, each row seeing its sequence up to its own position.
-        cache.attend(st.att.data(), st.q.data(), l, c.n_heads);
+        // 6. Attention over the cache, each row seeing its sequence up to its
+        //    own position (its last sliding_window positions, when set).
+        cache.attend(st.att.data(), st.q.data(), l, c.n_heads, c.sliding_window);
 
         // 7. Output projection and residual: x += att @ Wo^T.
         linear_forward(P.attn_out, st.att.data(), rows, st.proj.data());
         add_inplace(x, st.proj.data(), std::size_t(rows) * D);
 
         // 8. MLP sublayer: x += mlp(norm(x)).
-        if (llama) rmsnorm(st.xn.data(), x, L.norm2_w.data(), rows, D, c.norm_eps);
-        else layernorm(st.xn.data(), x, L.norm2_w.data(), L.norm2_b.data(), rows, D, c.norm_eps);
+        norm(c, st.xn.data(), x, L.norm2_w, L.norm2_b, rows);
         linear_forward(P.mlp_in, st.xn.data(), rows, st.mlp_h.data());
         const float* act = st.mlp_h.data();
-        if (llama) {
+        if (c.traits().mlp == Mlp::swiglu) {
             swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F);  // silu(gate) * up
             act = st.mlp_act.data();
         } else {
@@ -221,8 +229,7 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
     for (int i = 0; i < kept; i++) {
         const float* xr = x + std::size_t(st.keep_rows[i]) * D;
         float* o = st.kept.data() + std::size_t(i) * D;
-        if (llama) rmsnorm(o, xr, w.norm_f_w.data(), 1, D, c.norm_eps);
-        else layernorm(o, xr, w.norm_f_w.data(), w.norm_f_b.data(), 1, D, c.norm_eps);
+        norm(c, o, xr, w.norm_f_w, w.norm_f_b, 1);
     }
     linear_forward(packed.head, st.kept.data(), kept, st.logits.data());
     return st.logits.data();

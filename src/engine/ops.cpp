@@ -216,12 +216,29 @@ void swiglu(float* out, const float* gate_up, int M, int F) {
     });
 }
 
-void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float theta) {
+float rope_inv_freq(int i, int D, float theta, const RopeScaling& scaling) {
+    // Same float32 arithmetic as Hugging Face: inv_freq in f32.
+    const float inv_freq = 1.0f / std::pow(theta, float(2 * i) / float(D));
+    if (!scaling.llama3) return inv_freq;
+    // Long wavelengths (low frequencies) are slowed by `factor`, short ones
+    // kept, and the band between blended linearly in old_context / wavelength.
+    const float old_context = float(scaling.original_max_positions);
+    const float wavelen = 2.0f * float(M_PI) / inv_freq;
+    const float low_freq_wavelen = old_context / scaling.low_freq_factor;
+    const float high_freq_wavelen = old_context / scaling.high_freq_factor;
+    if (wavelen > low_freq_wavelen) return inv_freq / scaling.factor;
+    if (wavelen < high_freq_wavelen) return inv_freq;
+    const float smooth = (old_context / wavelen - scaling.low_freq_factor) /
+                         (scaling.high_freq_factor - scaling.low_freq_factor);
+    return (1.0f - smooth) * inv_freq / scaling.factor + smooth * inv_freq;
+}
+
+void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float theta, const RopeScaling& scaling) {
     int half = D / 2;
     for (int p = 0; p < max_seq; p++)
         for (int i = 0; i < half; i++) {
-            // Same float32 arithmetic as Hugging Face: inv_freq in f32, then pos * inv_freq.
-            float inv_freq = 1.0f / std::pow(theta, float(2 * i) / float(D));
+            // Then, as Hugging Face, the angle pos * inv_freq in f32.
+            float inv_freq = rope_inv_freq(i, D, theta, scaling);
             float angle = float(p) * inv_freq;
             cos_table[long(p) * half + i] = std::cos(angle);
             sin_table[long(p) * half + i] = std::sin(angle);

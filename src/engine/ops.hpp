@@ -4,6 +4,8 @@
 // Shapes: M rows (tokens) of D features, row-major.
 #pragma once
 
+#include "io/config.hpp"  // RopeScaling
+
 namespace pd {
 
 // out = w * x / sqrt(mean(x^2) + eps)                         (Llama's RMSNorm)
@@ -23,8 +25,12 @@ void swiglu(float* out, const float* gate_up, int M, int F);
 // x: (M, n_heads, D) with row stride `stride`; cos/sin: (max_seq, D/2) tables.
 void rope(float* x, int M, int stride, int n_heads, int D, const int* pos, const float* cos_table,
           const float* sin_table);
+// The rotary frequency of pair i: theta^(-2i/D), rescaled by Llama 3's
+// scaling when it is on (Hugging Face's _compute_llama3_parameters, in f32).
+float rope_inv_freq(int i, int D, float theta, const RopeScaling& scaling);
 // cos/sin tables (max_seq, D/2) for rope().
-void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float theta);
+void rope_tables(float* cos_table, float* sin_table, int max_seq, int D, float theta,
+                 const RopeScaling& scaling = {});
 
 // In-place softmax of one row of n values (numerically stable: subtracts the max).
 void softmax(float* x, int n);

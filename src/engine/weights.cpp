@@ -16,7 +16,7 @@ struct TensorReader {
         if (!t)
             fail("the checkpoint has no tensor \"{}\", which a {} model with this config.json "
                  "needs (is the checkpoint complete, and of the family config.json says?)",
-                 name, family_name(c.family));
+                 name, c.model_type);
         if (t->shape != shape)
             fail("tensor \"{}\" has shape {} but config.json implies [{}]: the config does not "
                  "match these weights", name, t->shape_str(), fmt::join(shape, ", "));
@@ -81,6 +81,7 @@ Weights load_gpt2(const Checkpoint& ck, const Config& c, const Progress& progres
     return w;
 }
 
+// Llama naming, shared by Mistral and Qwen2; Qwen2 adds q/k/v biases.
 Weights load_llama(const Checkpoint& ck, const Config& c, const Progress& progress) {
     TensorReader r{ck, c};
     const int D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
@@ -93,7 +94,14 @@ Weights load_llama(const Checkpoint& ck, const Config& c, const Progress& progre
         auto q = r.f32(h + "self_attn.q_proj.weight", {Q, D});
         auto k = r.f32(h + "self_attn.k_proj.weight", {KV, D});
         auto v = r.f32(h + "self_attn.v_proj.weight", {KV, D});
-        L.qkv = matrix(concat({&q, &k, &v}), {}, D, Q + 2 * KV);
+        std::vector<float> qkv_bias;
+        if (c.qkv_bias) {
+            auto qb = r.f32(h + "self_attn.q_proj.bias", {Q});
+            auto kb = r.f32(h + "self_attn.k_proj.bias", {KV});
+            auto vb = r.f32(h + "self_attn.v_proj.bias", {KV});
+            qkv_bias = concat({&qb, &kb, &vb});
+        }
+        L.qkv = matrix(concat({&q, &k, &v}), std::move(qkv_bias), D, Q + 2 * KV);
         L.attn_out = matrix(r.f32(h + "self_attn.o_proj.weight", {D, Q}), {}, Q, D);
         L.norm2_w = r.f32(h + "post_attention_layernorm.weight", {D});
         auto gate = r.f32(h + "mlp.gate_proj.weight", {F, D});
@@ -148,7 +156,7 @@ Weights load_weights(const Checkpoint& ck, const Config& c, Precision precision,
 Weights synthetic_weights(const Config& c, Precision precision, unsigned long long seed,
                           const Progress& progress) {
     const int D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
-    const bool gpt2 = c.family == Family::gpt2;
+    const bool biased = c.traits().linear_bias;  // GPT-2: every linear and norm has a bias
     const float s = 0.02f;  // GPT-2's initialiser scale
     std::uint64_t stream = 0;
     auto rnd = [&](std::size_t n) { return random_uniform(n, s, seed, stream++); };
@@ -157,23 +165,25 @@ Weights synthetic_weights(const Config& c, Precision precision, unsigned long lo
     Weights w;
     w.precision = precision;
     w.tok_emb = rnd(std::size_t(c.vocab_size) * D);
-    if (gpt2) w.pos_emb = rnd(std::size_t(c.max_seq_len) * D);
+    if (c.traits().positions == Positions::learned) w.pos_emb = rnd(std::size_t(c.max_seq_len) * D);
     for (int l = 0; l < c.n_layers; l++) {
         LayerWeights L;
         L.norm1_w = ones(D), L.norm2_w = ones(D);
-        if (gpt2) L.norm1_b = zeros(D), L.norm2_b = zeros(D);
-        L.qkv = matrix(rnd(std::size_t(Q + 2 * KV) * D), gpt2 ? zeros(Q + 2 * KV) : std::vector<float>{},
-                       D, Q + 2 * KV);
-        L.attn_out = matrix(rnd(std::size_t(D) * Q), gpt2 ? zeros(D) : std::vector<float>{}, Q, D);
-        int mlp_rows = gpt2 ? F : 2 * F;
-        L.mlp_in = matrix(rnd(std::size_t(mlp_rows) * D), gpt2 ? zeros(F) : std::vector<float>{},
+        if (biased) L.norm1_b = zeros(D), L.norm2_b = zeros(D);
+        std::vector<float> qkv_bias;
+        if (biased) qkv_bias = zeros(Q + 2 * KV);
+        else if (c.qkv_bias) qkv_bias = rnd(std::size_t(Q + 2 * KV));
+        L.qkv = matrix(rnd(std::size_t(Q + 2 * KV) * D), std::move(qkv_bias), D, Q + 2 * KV);
+        L.attn_out = matrix(rnd(std::size_t(D) * Q), biased ? zeros(D) : std::vector<float>{}, Q, D);
+        const int mlp_rows = c.mlp_in_rows();
+        L.mlp_in = matrix(rnd(std::size_t(mlp_rows) * D), biased ? zeros(mlp_rows) : std::vector<float>{},
                           D, mlp_rows);
-        L.mlp_out = matrix(rnd(std::size_t(D) * F), gpt2 ? zeros(D) : std::vector<float>{}, F, D);
+        L.mlp_out = matrix(rnd(std::size_t(D) * F), biased ? zeros(D) : std::vector<float>{}, F, D);
         w.layers.push_back(std::move(L));
         if (progress) progress(l + 1, c.n_layers);
     }
     w.norm_f_w = ones(D);
-    if (gpt2) w.norm_f_b = zeros(D);
+    if (biased) w.norm_f_b = zeros(D);
     w.head = matrix(c.tied_head ? std::vector<float>{} : rnd(std::size_t(c.vocab_size) * D), {}, D,
                     c.vocab_size);
     return w;

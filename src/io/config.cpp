@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <sstream>
+#include <vector>
 
 #include "common.hpp"
 #include "io/json_checked.hpp"
@@ -10,28 +11,34 @@
 
 namespace pd {
 
+const FamilyTraits& family_traits(Family f) {
+    static const FamilyTraits gpt2{"gpt2", Norm::layernorm, Mlp::gelu_tanh, Positions::learned, true};
+    static const FamilyTraits llama{"llama", Norm::rmsnorm, Mlp::swiglu, Positions::rotary, false};
+    return f == Family::gpt2 ? gpt2 : llama;
+}
+
+const char* family_name(Family f) { return family_traits(f).name; }
+
 std::size_t Config::n_params() const {
-    std::size_t D = dim, F = hidden_dim, V = vocab_size;
+    const FamilyTraits& t = traits();
+    std::size_t D = dim, V = vocab_size;
     std::size_t per_layer = D * q_dim() + 2 * D * kv_dim() + q_dim() * D;  // attention
-    if (family == Family::gpt2) {
-        per_layer += 2 * D * F + F + D;                     // MLP fc, proj + biases
-        per_layer += q_dim() + 2 * kv_dim() + D + 4 * D;    // attention biases, two LayerNorms
-    } else {
-        per_layer += 3 * D * F + 2 * D;                     // gate, up, down + two RMSNorms
-    }
+    per_layer += std::size_t(mlp_in_rows()) * D + std::size_t(hidden_dim) * D;  // MLP
+    per_layer += 2 * D * (t.norm == Norm::layernorm ? 2 : 1);               // two norms
+    if (t.linear_bias) per_layer += q_dim() + 2 * kv_dim() + D + mlp_in_rows() + D;
+    else if (qkv_bias) per_layer += q_dim() + 2 * kv_dim();
     std::size_t total = per_layer * n_layers + V * D + (tied_head ? 0 : V * D);
-    total += family == Family::gpt2 ? std::size_t(max_seq_len) * D + 2 * D : D;
+    total += t.positions == Positions::learned ? std::size_t(max_seq_len) * D : 0;
+    total += D * (t.norm == Norm::layernorm ? 2 : 1);  // final norm
     return total;
 }
 
 std::size_t Config::n_matmul_params() const {
-    std::size_t D = dim, F = hidden_dim, V = vocab_size;
-    std::size_t mlp = (family == Family::gpt2 ? 2 : 3) * D * F;
+    std::size_t D = dim;
+    std::size_t mlp = std::size_t(mlp_in_rows()) * D + std::size_t(hidden_dim) * D;
     std::size_t attn = D * q_dim() + 2 * D * kv_dim() + q_dim() * D;
-    return (attn + mlp) * n_layers + V * D;
+    return (attn + mlp) * n_layers + std::size_t(vocab_size) * D;
 }
-
-const char* family_name(Family f) { return f == Family::gpt2 ? "gpt2" : "llama"; }
 
 void validate(const Config& c, const std::string& origin) {
     auto need_positive = [&](int v, const char* what) {
@@ -53,10 +60,11 @@ void validate(const Config& c, const std::string& origin) {
         fail("{}: {} attention heads cannot be shared evenly by {} key/value heads "
              "(num_attention_heads must be a multiple of num_key_value_heads)",
              origin, c.n_heads, c.n_kv_heads);
-    if (c.head_dim % 2 != 0 && c.family == Family::llama)
+    if (c.head_dim % 2 != 0 && c.traits().positions == Positions::rotary)
         fail("{}: rotary embeddings need an even head_dim, got {}", origin, c.head_dim);
     if (c.family == Family::gpt2 && c.n_heads * c.head_dim != c.dim)
         fail("{}: GPT-2 needs n_embd ({}) divisible by n_head ({})", origin, c.dim, c.n_heads);
+    if (c.sliding_window < 0) fail("{}: sliding_window must be positive, got {}", origin, c.sliding_window);
     if (c.bos_id >= c.vocab_size || c.eos_id >= c.vocab_size)
         fail("{}: bos/eos token id is outside the vocabulary of {}", origin, c.vocab_size);
 }
@@ -105,7 +113,82 @@ void read_gpt2(const JsonObject& j, Config& c) {
              "tanh approximation)", j.origin(), clipped_quote(act));
 }
 
-void read_llama(const JsonObject& j, Config& c) {
+// Keys of config.json that change the math but that the kit does not
+// implement, each with the value under which the math is what the kit
+// computes. Another value is refused, naming the key (exit 2): a config
+// is run as written or not at all. The keys the kit implements are read by
+// read_gpt2, read_llama and read_rope_scaling below; this table and those
+// functions are the whole list (docs/families.md).
+struct Unimplemented {
+    const char* model_types;  // the model_types the key belongs to
+    const char* key;
+    Json harmless;            // absent, null or this value: nothing to do
+    const char* what;         // what the key would ask for
+};
+
+const std::vector<Unimplemented>& unimplemented_keys() {
+    static const std::vector<Unimplemented> keys = {
+        {"llama mistral qwen2", "hidden_act", "silu", "an MLP activation other than SiLU"},
+        {"llama mistral qwen2", "partial_rotary_factor", 1.0, "rotary embeddings on part of each head"},
+        {"llama mistral", "attention_bias", false, "biases on the attention projections"},
+        {"llama", "mlp_bias", false, "biases on the MLP projections"},
+        {"qwen2", "use_sliding_window", false, "Qwen2's per-layer sliding window (max_window_layers)"},
+        {"gpt2", "scale_attn_weights", true, "attention scores without the 1/sqrt(head_dim) scale"},
+        {"gpt2", "scale_attn_by_inverse_layer_idx", false, "attention scores scaled by 1/(layer+1)"},
+        {"llama mistral qwen2 gpt2", "attn_logit_softcapping", nullptr, "soft-capped attention scores"},
+        {"llama mistral qwen2 gpt2", "final_logit_softcapping", nullptr, "soft-capped logits"},
+    };
+    return keys;
+}
+
+void refuse_unimplemented(const JsonObject& j, const std::string& type) {
+    for (const Unimplemented& u : unimplemented_keys()) {
+        const Json* v = j.find(u.key);
+        std::string types = std::string(" ") + u.model_types + " ";
+        if (!v || types.find(" " + type + " ") == std::string::npos || *v == u.harmless) continue;
+        fail("{}: {} asks for {}, which the kit does not implement (it runs {} with {} = {} only), so this "
+             "checkpoint's logits would be wrong", j.origin(), u.key, u.what, type, u.key,
+             u.harmless.is_null() ? "null" : u.harmless.dump());
+    }
+}
+
+// rope_scaling: absent, null, "default" (none) or Llama 3's; any other rope_type is refused by name.
+RopeScaling read_rope_scaling(const JsonObject& j) {
+    RopeScaling r;
+    if (!j.find("rope_scaling")) return r;
+    JsonObject s = j.object("rope_scaling");
+    std::string type = s.string_or("rope_type", s.string_or("type", "default"));
+    if (type == "default") return r;
+    if (type != "llama3")
+        fail("{}: rope_scaling.rope_type {} is not supported; the kit implements \"llama3\" (Llama 3.1/3.2) "
+             "and plain rotary embeddings, so this checkpoint's logits would be wrong", j.origin(),
+             clipped_quote(type));
+    r.llama3 = true;
+    r.factor = float(s.number_or("factor", 0.0, 0.0, 1e6));
+    r.low_freq_factor = float(s.number_or("low_freq_factor", 1.0, 0.0, 1e6));
+    r.high_freq_factor = float(s.number_or("high_freq_factor", 4.0, 0.0, 1e6));
+    r.original_max_positions = int(s.integer("original_max_position_embeddings", 1, kMaxConfigInt));
+    if (!(r.factor >= 1.0f))
+        fail("{}: rope_scaling.factor must be at least 1, got {}", j.origin(), r.factor);
+    if (!(r.low_freq_factor > 0.0f && r.high_freq_factor > r.low_freq_factor))
+        fail("{}: rope_scaling needs 0 < low_freq_factor < high_freq_factor, got {} and {}", j.origin(),
+             r.low_freq_factor, r.high_freq_factor);
+    return r;
+}
+
+// Mistral's sliding_window (null: none). Qwen2 states one it does not use
+// unless use_sliding_window is true, which refuse_unimplemented refuses.
+int read_sliding_window(const JsonObject& j, const std::string& type) {
+    if (type != "mistral" || !j.find("sliding_window")) return 0;
+    long long w = j.integer("sliding_window", -kMaxConfigInt, kMaxConfigInt);
+    if (w <= 0)
+        fail("{}: sliding_window must be a positive number of positions (or null for none), got {}", j.origin(), w);
+    return int(w);
+}
+
+// The llama skeleton and its relatives: mistral (a sliding window) and qwen2
+// (q/k/v biases, always).
+void read_llama(const JsonObject& j, Config& c, const std::string& type) {
     c.family = Family::llama;
     c.dim = config_int(j, "hidden_size");
     c.hidden_dim = config_int(j, "intermediate_size");
@@ -118,11 +201,9 @@ void read_llama(const JsonObject& j, Config& c) {
     c.norm_eps = config_float_or(j, "rms_norm_eps", 1e-6f);
     c.rope_theta = config_float_or(j, "rope_theta", 10000.0f);
     c.tied_head = j.bool_or("tie_word_embeddings", false);
-    if (j.find("rope_scaling"))
-        fail("{}: rope_scaling is set; the kit implements plain rotary embeddings only, "
-             "so this checkpoint's logits would be wrong", j.origin());
-    if (j.bool_or("attention_bias", false) || j.bool_or("mlp_bias", false))
-        fail("{}: attention_bias/mlp_bias are not supported for the llama family", j.origin());
+    c.rope_scaling = read_rope_scaling(j);
+    c.sliding_window = read_sliding_window(j, type);
+    c.qkv_bias = type == "qwen2";
 }
 
 }  // namespace
@@ -134,12 +215,14 @@ Config parse_hf_config(std::string_view text, const std::string& origin) {
     Config c;
     if (type == "gpt2") {
         read_gpt2(j, c);
-    } else if (type == "llama" || type == "mistral") {
-        read_llama(j, c);
+    } else if (type == "llama" || type == "mistral" || type == "qwen2") {
+        read_llama(j, c, type);
     } else {
-        fail("{}: model_type {} is not supported; the kit runs \"gpt2\" and \"llama\" checkpoints", origin,
-             clipped_quote(type));
+        fail("{}: model_type {} is not supported; the kit runs \"gpt2\", \"llama\", \"mistral\" and \"qwen2\" "
+             "checkpoints", origin, clipped_quote(type));
     }
+    refuse_unimplemented(j, type);
+    c.model_type = type;
     c.bos_id = token_id(j, "bos_token_id");
     c.eos_id = token_id(j, "eos_token_id");
     validate(c, origin);
@@ -194,7 +277,7 @@ std::string synthetic_presets_help() {
     return "Presets: gpt2-124m, mha-h8-d64, bench-llama-125m, llama-1b; or a family (llama, gpt2) "
            "followed by key=value pairs, e.g. synthetic:llama,dim=512,layers=4,heads=8,kv_heads=2. "
            "Keys: dim, ffn, layers, heads, kv_heads, head_dim, vocab, ctx, tied (0/1), eps, theta, "
-           "seed.";
+           "window (a sliding window of that many positions, as Mistral's), seed.";
 }
 
 Config synthetic_config(const std::string& spec, unsigned long long& seed) {
@@ -232,11 +315,15 @@ Config synthetic_config(const std::string& spec, unsigned long long& seed) {
         else if (key == "tied") c.tied_head = v != 0;
         else if (key == "eps") c.norm_eps = float(fv);
         else if (key == "theta") c.rope_theta = float(fv);
+        else if (key == "window") c.sliding_window = int(v);
         else if (key == "seed") seed = static_cast<unsigned long long>(v);
         else fail("synthetic:{}: unknown key \"{}\". {}", spec, key, synthetic_presets_help());
     }
     if (!head_dim_given && c.n_heads > 0) c.head_dim = c.dim / c.n_heads;
     if (c.family == Family::gpt2) c.n_kv_heads = c.n_heads, c.tied_head = true;
+    if (c.family == Family::gpt2 && c.sliding_window != 0)
+        fail("synthetic:{}: window is for the llama family (GPT-2 has no sliding window)", spec);
+    c.model_type = c.sliding_window > 0 ? "mistral" : family_name(c.family);
     c.name = "synthetic:" + spec;
     validate(c, c.name);
     return c;

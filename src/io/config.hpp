@@ -8,10 +8,37 @@
 
 namespace pd {
 
-// Two decoder families, with the semantics of their Hugging Face classes.
+// Two decoder skeletons, with the semantics of their Hugging Face classes.
 //   gpt2 : learned positions, LayerNorm with bias, GELU (tanh) MLP, biases everywhere.
 //   llama: rotary positions ("rotate half"), RMSNorm, SwiGLU MLP, no biases, GQA.
+// Mistral and Qwen2 are the llama skeleton with a checkpoint's own traits
+// (a sliding window, q/k/v biases): Config::model_type names them, and the
+// code reads the traits (Config::traits(), the fields below), never the name.
 enum class Family { gpt2, llama };
+
+enum class Norm { layernorm, rmsnorm };        // LayerNorm has a bias, RMSNorm none
+enum class Mlp { gelu_tanh, swiglu };          // fc -> gelu -> proj | [gate | up] -> silu(gate) * up -> down
+enum class Positions { learned, rotary };      // a position embedding added to x | RoPE on q and k
+
+// What a skeleton computes, as data: one row per Family (family_traits()).
+struct FamilyTraits {
+    const char* name;
+    Norm norm;
+    Mlp mlp;
+    Positions positions;
+    bool linear_bias;  // every linear layer and norm has a bias (GPT-2)
+};
+const FamilyTraits& family_traits(Family f);
+
+// Rotary frequency scaling. Only Llama 3's ("llama3") is implemented: the
+// frequencies whose wavelength exceeds original_max_positions / low_freq_factor
+// are divided by `factor`, those under .. / high_freq_factor kept, those
+// between blended (see rope_inv_freq()).
+struct RopeScaling {
+    bool llama3 = false;  // false: plain rotary embeddings
+    float factor = 1.0f, low_freq_factor = 1.0f, high_freq_factor = 4.0f;
+    int original_max_positions = 8192;
+};
 
 // Bytes of K and V for `tokens` cached positions, every layer:
 // 2 * layers * kv heads * head_dim * bytes_per_elem * tokens. The one formula
@@ -35,6 +62,10 @@ struct Config {
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
     bool tied_head = true;  // output head shares the token embedding matrix
+    std::string model_type = "llama";  // config.json's model_type: llama, mistral, qwen2, gpt2
+    bool qkv_bias = false;  // q/k/v projections have biases (Qwen2; GPT-2 has every bias)
+    int sliding_window = 0; // > 0: query i sees keys i-W+1 .. i only (Mistral); 0: every earlier key
+    RopeScaling rope_scaling;
     int bos_id = -1;        // -1: the model has none
     int eos_id = -1;
 
@@ -42,6 +73,9 @@ struct Config {
     int kv_dim() const { return n_kv_heads * head_dim; }
     // Query heads that share one KV head (1 for MHA, n_heads for MQA).
     int group_size() const { return n_heads / n_kv_heads; }
+    const FamilyTraits& traits() const { return family_traits(family); }
+    // Rows of the MLP's input product: [gate | up] for SwiGLU, one hidden layer for GELU.
+    int mlp_in_rows() const { return traits().mlp == Mlp::swiglu ? 2 * hidden_dim : hidden_dim; }
 
     // Parameters, counting a tied head once.
     std::size_t n_params() const;
@@ -59,9 +93,10 @@ const char* family_name(Family f);
 // a UserError that names the offending field of `origin`.
 void validate(const Config& c, const std::string& origin);
 
-// Reads a Hugging Face config.json (model_type gpt2 or llama); a UserError
-// for a file that is not a regular file, bad JSON, a wrong type or an integer
-// field that is fractional or out of range.
+// Reads a Hugging Face config.json (model_type gpt2, llama, mistral or qwen2);
+// a UserError for a file that is not a regular file, bad JSON, a wrong type,
+// an integer field that is fractional or out of range, or a key that changes
+// the math in a way the kit does not implement (named; see config.cpp's list).
 Config load_hf_config(const std::filesystem::path& config_json);
 // The same from the file's text; `origin` names it in messages.
 Config parse_hf_config(std::string_view text, const std::string& origin);

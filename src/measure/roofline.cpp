@@ -154,6 +154,19 @@ double matmul_bytes(const Config& c, Precision p) {
     return double(c.n_matmul_params()) * stored_bytes_per_weight(p);
 }
 
+// (query, key) pairs attention computes over a prompt of P positions:
+// P(P+1)/2 under the causal mask, fewer under a sliding window of W, where a
+// query sees at most W keys.
+static double causal_pairs(const Config& c, double P) {
+    const double W = c.sliding_window > 0 ? std::min<double>(c.sliding_window, P) : P;
+    return W * (W + 1) / 2 + (P - W) * W;
+}
+
+// Keys (and values) one decode query reads with `context` positions cached.
+static double visible_keys(const Config& c, double context) {
+    return c.sliding_window > 0 ? std::min<double>(c.sliding_window, context) : context;
+}
+
 static PhaseCost finish(PhaseCost pc, const Ceilings& roof) {
     pc.intensity = pc.bytes > 0 ? pc.flops / pc.bytes : 0;
     pc.compute_ms = roof.peak_gflops > 0 ? pc.flops / (roof.peak_gflops * 1e6) : 0;
@@ -167,7 +180,7 @@ PhaseCost prefill_cost(const Config& c, Precision p, int prompt_len, int batch, 
     const double P = prompt_len, B = batch;
     const double head = double(c.vocab_size) * c.dim;
     const double body = double(c.n_matmul_params()) - head;
-    const double attn_pairs = P * (P + 1) / 2;  // (query, key) pairs under the causal mask
+    const double attn_pairs = causal_pairs(c, P);
     PhaseCost pc;
     pc.flops = B * (2.0 * body * P + 2.0 * head +
                     2.0 * 2.0 * c.n_layers * c.n_heads * double(c.head_dim) * attn_pairs);
@@ -186,7 +199,7 @@ std::vector<ProductCost> products(const Config& c, Precision p, double rows, dou
                                   double pairs, double kv_positions) {
     const double L = c.n_layers, D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
     const double bpw = stored_bytes_per_weight(p);  // int8: its scales included, as matmul_bytes counts them
-    const double mlp_in_out = c.family == Family::llama ? 2 * F : F;  // gate and up, fused
+    const double mlp_in_out = c.mlp_in_rows();  // SwiGLU: gate and up, fused
     auto matmul = [&](const char* name, double in, double out, double r, double layers) {
         return ProductCost{name, 2 * r * in * out * layers, in * out * layers * bpw};
     };
@@ -206,12 +219,12 @@ std::vector<ProductCost> products(const Config& c, Precision p, double rows, dou
 
 std::vector<ProductCost> prefill_products(const Config& c, Precision p, int prompt_len, int batch) {
     const double P = prompt_len, B = batch;
-    return products(c, p, B * P, B, B * P * (P + 1) / 2, B * P);
+    return products(c, p, B * P, B, B * causal_pairs(c, P), B * P);
 }
 
 std::vector<ProductCost> decode_products(const Config& c, Precision p, int batch, double context) {
-    const double B = batch;
-    return products(c, p, B, B, B * context, B * context);
+    const double B = batch, keys = visible_keys(c, context);
+    return products(c, p, B, B, B * keys, B * keys);
 }
 
 long decode_compute_bound_batch(const Config& c, Precision p, double context, double ridge) {
@@ -224,11 +237,11 @@ long decode_compute_bound_batch(const Config& c, Precision p, double context, do
 }
 
 PhaseCost decode_cost(const Config& c, Precision p, int batch, double context, const Ceilings& roof) {
-    const double B = batch;
+    const double B = batch, keys = visible_keys(c, context);
     PhaseCost pc;
     pc.flops = B * (2.0 * double(c.n_matmul_params()) +
-                    2.0 * 2.0 * c.n_layers * c.n_heads * double(c.head_dim) * context);
-    pc.bytes = matmul_bytes(c, p) + B * context * double(c.kv_elems_per_token()) * sizeof(float);
+                    2.0 * 2.0 * c.n_layers * c.n_heads * double(c.head_dim) * keys);
+    pc.bytes = matmul_bytes(c, p) + B * keys * double(c.kv_elems_per_token()) * sizeof(float);
     return finish(pc, roof);
 }
 

@@ -6,6 +6,27 @@
 
 namespace pd::cli {
 
+// What the family computes, from the config's traits: the norm, the MLP,
+// the positions (and their scaling), the biases, the attention window.
+static std::string family_traits_line(const Config& c) {
+    const FamilyTraits& t = c.traits();
+    std::string s = t.norm == Norm::rmsnorm ? "RMSNorm" : "LayerNorm";
+    s += t.mlp == Mlp::swiglu ? ", SwiGLU MLP" : ", GELU (tanh) MLP";
+    if (t.positions == Positions::learned) {
+        s += ", learned positions";
+    } else {
+        s += fmt::format(", rotary positions (theta {:g}", c.rope_theta);
+        if (c.rope_scaling.llama3)
+            s += fmt::format(", llama3 scaling x{:g} of {} positions", c.rope_scaling.factor,
+                             c.rope_scaling.original_max_positions);
+        s += ")";
+    }
+    s += t.linear_bias ? ", biases everywhere" : c.qkv_bias ? ", q/k/v biases" : ", no biases";
+    s += c.sliding_window > 0 ? fmt::format(", sliding window of {} positions", c.sliding_window)
+                              : ", full causal attention";
+    return s;
+}
+
 Command add_info(CLI::App& app) {
     auto o = std::make_shared<CommonOptions>();
     auto* sub = app.add_subcommand("info",
@@ -20,7 +41,8 @@ Command add_info(CLI::App& app) {
         const Model& m = s.engine->host_model();
         std::size_t kv_token = c.kv_elems_per_token() * sizeof(float);
         std::printf("model            %s\n", o->model.c_str());
-        std::printf("family           %s\n", family_name(c.family));
+        std::printf("family           %s (%s skeleton)\n", c.model_type.c_str(), family_name(c.family));
+        std::printf("traits           %s\n", family_traits_line(c).c_str());
         std::printf("layers           %d\n", c.n_layers);
         std::printf("hidden size      %d (MLP %d)\n", c.dim, c.hidden_dim);
         std::printf("attention        %d query heads, %d KV heads (%s, group %d), head_dim %d\n", c.n_heads,

@@ -237,8 +237,33 @@ def rotate_half(x):
     return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
 
 
+def llama3_inv_freq(inv_freq, rs):
+    """Llama 3's rope_scaling ("rope_type": "llama3") applied to inv_freq, as
+    the model card's reference describes it: wavelengths longer than
+    original_max_position_embeddings / low_freq_factor are slowed by `factor`,
+    shorter than .. / high_freq_factor kept, and the band between interpolated
+    linearly in original_max_position_embeddings / wavelength."""
+    factor, lo, hi = rs["factor"], rs.get("low_freq_factor", 1.0), rs.get("high_freq_factor", 4.0)
+    old = rs["original_max_position_embeddings"]
+    out = []
+    for f in inv_freq.tolist():
+        wavelen = 2 * math.pi / f
+        if wavelen < old / hi:
+            out.append(f)
+        elif wavelen > old / lo:
+            out.append(f / factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append((1 - smooth) * f / factor + smooth * f)
+    return torch.tensor(out, dtype=inv_freq.dtype)
+
+
 class LlamaRef:
-    """variant (for diagnosing a mismatch, never for the reference itself):
+    """Llama and its relatives: Mistral (model_type "mistral": query i sees
+    keys i-sliding_window+1 .. i only) and Qwen2 ("qwen2": q/k/v projections
+    with biases). Llama 3's rope_scaling is applied when the config has it.
+
+    variant (for diagnosing a mismatch, never for the reference itself):
     rope='interleaved' rotates (2i, 2i+1) pairs (GPT-J/Meta style) instead of
     rotate-half; rope='none' skips rotary; gqa='mod' maps query head h to kv
     head h % n_kv; eps=/theta= override the config; head='embed'/'lm_head'
@@ -272,6 +297,15 @@ class LlamaRef:
         # in float64 mode everything is float64 (for the exactness self-check)
         rd = torch.float64 if dtype == torch.float64 else torch.float32
         self.inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.hd, 2, dtype=torch.int64).to(rd) / self.hd))
+        rs = cfg.get("rope_scaling")
+        if rs and not variant.get("no_rope_scaling"):
+            if rs.get("rope_type", rs.get("type")) != "llama3":
+                raise ValueError("rope_scaling %r" % rs)
+            self.inv_freq = llama3_inv_freq(self.inv_freq, rs)
+        self.window = cfg.get("sliding_window") if cfg["model_type"] == "mistral" else None
+        if variant.get("no_window"):
+            self.window = None
+        self.qkv_bias = cfg["model_type"] == "qwen2" and not variant.get("no_bias")
 
     def new_cache(self):
         return [None] * self.n_layer
@@ -281,6 +315,10 @@ class LlamaRef:
         var = xf.pow(2).mean(-1, keepdim=True)
         xf = xf * torch.rsqrt(var + self.eps)
         return self.w[p] * xf.to(x.dtype)
+
+    def _proj(self, h, p):
+        y = h @ self.w[p + ".weight"].t()
+        return y + self.w[p + ".bias"] if self.qkv_bias else y
 
     def rope(self, positions):
         freqs = torch.outer(positions.to(self.inv_freq.dtype), self.inv_freq)
@@ -307,9 +345,10 @@ class LlamaRef:
         for l in range(self.n_layer):
             p = "model.layers.%d." % l
             h = self._rms(x, p + "input_layernorm.weight")
-            q = (h @ w[p + "self_attn.q_proj.weight"].t()).view(T, self.nh, self.hd).transpose(0, 1)
-            k = (h @ w[p + "self_attn.k_proj.weight"].t()).view(T, self.nkv, self.hd).transpose(0, 1)
-            v = (h @ w[p + "self_attn.v_proj.weight"].t()).view(T, self.nkv, self.hd).transpose(0, 1)
+            q, k, v = (self._proj(h, p + "self_attn.%s_proj" % n) for n in "qkv")
+            q = q.view(T, self.nh, self.hd).transpose(0, 1)
+            k = k.view(T, self.nkv, self.hd).transpose(0, 1)
+            v = v.view(T, self.nkv, self.hd).transpose(0, 1)
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
             if cache is not None:
                 if cache[l] is not None:
@@ -322,7 +361,10 @@ class LlamaRef:
             else:  # query head h uses kv head h // group
                 k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
             att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd)
-            mask = torch.arange(S).view(1, S) <= torch.arange(start, start + T).view(T, 1)
+            key_pos, query_pos = torch.arange(S).view(1, S), torch.arange(start, start + T).view(T, 1)
+            mask = key_pos <= query_pos
+            if self.window:  # Mistral: only the last `window` positions, the query's own included
+                mask &= key_pos > query_pos - self.window
             att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
             att = torch.softmax(att, dim=-1)
             o = (att @ v).transpose(0, 1).reshape(T, self.nh * self.hd)
@@ -343,7 +385,7 @@ class LlamaRef:
 def make_model(cfg, sd, dtype=torch.float32, variant=None):
     if cfg["model_type"] == "gpt2":
         return GPT2Ref(cfg, sd, dtype, variant)
-    if cfg["model_type"] in ("llama", "mistral"):
+    if cfg["model_type"] in ("llama", "mistral", "qwen2"):
         return LlamaRef(cfg, sd, dtype, variant)
     raise ValueError("model_type " + str(cfg["model_type"]))
 

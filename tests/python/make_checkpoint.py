@@ -30,7 +30,9 @@ TORCH_DTYPE_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 GPT2_DEFAULTS = dict(vocab=384, hidden=64, layers=2, heads=4, ctx=64, ffn=None, eps=1e-5)
 LLAMA_DEFAULTS = dict(vocab=320, hidden=64, layers=2, heads=4, kv_heads=None, head_dim=None,
-                      ffn=160, ctx=96, eps=1e-5, theta=10000.0, tied=False)
+                      ffn=160, ctx=96, eps=1e-5, theta=10000.0, tied=False, window=None, rope_scaling=None)
+# The llama skeleton's relatives: Mistral (its sliding window) and Qwen2 (q/k/v biases).
+LLAMA_LIKE = ("llama", "mistral", "qwen2")
 
 
 def _gpt2(spec, g):
@@ -72,21 +74,28 @@ def _gpt2(spec, g):
     return cfg, t
 
 
-def _llama(spec, g):
+def _llama(spec, g, model_type="llama"):
     V, D, L, H, C = spec["vocab"], spec["hidden"], spec["layers"], spec["heads"], spec["ctx"]
     KV = spec["kv_heads"] or H
     HD = spec["head_dim"] or D // H
     F = spec["ffn"]
     cfg = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
+        "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                           "qwen2": "Qwen2ForCausalLM"}[model_type]],
+        "model_type": model_type,
         "hidden_size": D, "intermediate_size": F, "num_hidden_layers": L,
         "num_attention_heads": H, "num_key_value_heads": KV,
         "max_position_embeddings": C, "rms_norm_eps": spec["eps"], "rope_theta": spec["theta"],
         "vocab_size": V, "tie_word_embeddings": bool(spec["tied"]),
-        "hidden_act": "silu", "attention_bias": False, "rope_scaling": None,
+        "hidden_act": "silu", "rope_scaling": spec["rope_scaling"],
         "bos_token_id": 1, "eos_token_id": None,
     }
+    if model_type == "llama":
+        cfg["attention_bias"] = False
+    if model_type == "mistral":
+        cfg["sliding_window"] = spec["window"]
+    if model_type == "qwen2":  # as Qwen2.5 ships: a window stated, not used
+        cfg.update(use_sliding_window=False, sliding_window=4096, max_window_layers=L)
     if spec["head_dim"]:
         cfg["head_dim"] = HD
 
@@ -108,6 +117,11 @@ def _llama(spec, g):
             (p + "self_attn.k_proj.weight", lin(KV * HD, D)),
             (p + "self_attn.v_proj.weight", lin(KV * HD, D)),
             (p + "self_attn.o_proj.weight", lin(D, H * HD)),
+        ]
+        if model_type == "qwen2":
+            t += [(p + "self_attn.%s_proj.bias" % n, rn(rows, std=0.3)) for n, rows in
+                  (("q", H * HD), ("k", KV * HD), ("v", KV * HD))]
+        t += [
             (p + "post_attention_layernorm.weight", norm_w(D)),
             (p + "mlp.gate_proj.weight", lin(F, D)),
             (p + "mlp.up_proj.weight", lin(F, D)),
@@ -122,13 +136,15 @@ def _llama(spec, g):
 def gen_weights(family, seed=0, **shape):
     """(config dict, [(name, float32 tensor)]) with canonical names
     (GPT-2: bare names, no mask buffers)."""
+    if family != "gpt2" and family not in LLAMA_LIKE:
+        raise ValueError("unknown family %s" % family)
     defaults = GPT2_DEFAULTS if family == "gpt2" else LLAMA_DEFAULTS
     unknown = set(shape) - set(defaults)
     if unknown:
         raise ValueError("unknown shape keys %s for %s" % (sorted(unknown), family))
     spec = dict(defaults, **shape)
     g = torch.Generator().manual_seed(seed)
-    return _gpt2(spec, g) if family == "gpt2" else _llama(spec, g)
+    return _gpt2(spec, g) if family == "gpt2" else _llama(spec, g, family)
 
 
 def gpt2_names(cfg, tensors, names="bare", mask_buffers=True):
@@ -201,7 +217,7 @@ def make_wellposed_checkpoint(out_dir, family, dtype="F32", seed=0, prompt=(1, 2
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
-    ap.add_argument("--family", choices=["gpt2", "llama"], default="llama")
+    ap.add_argument("--family", choices=["gpt2"] + list(LLAMA_LIKE), default="llama")
     ap.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shards", type=int, default=1)

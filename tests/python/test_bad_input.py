@@ -48,6 +48,10 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   speculate_0            generate  speculate|at least 1
   speculate_past_context generate  context      (--speculate 40 on a 32-position model)
   speculate_no_draft     generate  draft
+  rope_type_*, sliding_window_*, qwen2_*, hidden_act_gelu, llama_attention_bias, partial_rotary
+                         info      config.json keys that change the math, refused by name (the key)
+  qwen2_bias_*           info      a q/k/v bias tensor missing or of the wrong shape (its name)
+  mistral_window_device_cuda generate  sliding|cuda|gpu
   bench_precision_list_* bench     --precision f32,fp8 (fp8), bf16,f32,bf16 (twice), f32,,int8 (empty)
   bench_group_size_no_int8 bench   --group-size with no int8 in --precision (group-size.*int8)
   bench_turns_cuda       bench     several precisions with --device cuda (cpu only; also with a GPU)
@@ -172,6 +176,23 @@ def edit_config(d, **changes):
 
 def mk_bad_model_type(d):
     return edit_config(good_llama(d), model_type="bert")
+
+
+def good_family(family, **kw):
+    def f(d):
+        mc.make_checkpoint(d, family, "F32", seed=1, **dict(LLAMA, **kw))
+        return d
+    return f
+
+
+def qwen2_tensor_edit(name, edit):
+    """A Qwen2 checkpoint whose tensor `name` is edited by `edit` (None: left out)."""
+    def f(d):
+        cfg, t = mc.gen_weights("qwen2", 1, **LLAMA)
+        t = [(n, edit(x) if n == name else x) for n, x in t if n != name or edit(x) is not None]
+        mc.write_checkpoint(d, cfg, t, "F32")
+        return d
+    return f
 
 
 def mk_bad_kv_heads(d):
@@ -480,6 +501,29 @@ def with_trace(*lines):
 
 
 GOOD_LINE = '{"id": 0, "arrival_s": 0, "prompt_ids": [1, 2, 3], "max_tokens": 2}'
+# Config keys that change the math: implemented or refused by name (src/io/config.cpp).
+QWEN_BIAS = "model.layers.1.self_attn.k_proj.bias"
+CASES += [
+    ("rope_type_yarn", lambda d: edit_config(good_llama(d), rope_scaling={"rope_type": "yarn", "factor": 4.0}),
+     "info", [], r"rope_type.*yarn"),
+    ("rope_type_linear_old_key", lambda d: edit_config(good_llama(d), rope_scaling={"type": "linear", "factor": 2}),
+     "info", [], r"rope_type.*linear"),
+    ("rope_llama3_no_original", lambda d: edit_config(good_llama(d), rope_scaling={"rope_type": "llama3", "factor": 8}),
+     "info", [], r"original_max_position_embeddings"),
+    ("sliding_window_0", good_family("mistral", window=0), "info", [], r"sliding_window"),
+    ("sliding_window_negative", good_family("mistral", window=-4), "info", [], r"sliding_window"),
+    ("qwen2_use_sliding_window", lambda d: edit_config(good_family("qwen2")(d), use_sliding_window=True),
+     "info", [], r"use_sliding_window"),
+    ("qwen2_bias_missing", qwen2_tensor_edit(QWEN_BIAS, lambda x: None), "info", [], r"k_proj\.bias"),
+    ("qwen2_bias_wrong_shape", qwen2_tensor_edit(QWEN_BIAS, lambda x: x[:-1]), "info", [], r"k_proj\.bias.*shape"),
+    ("hidden_act_gelu", lambda d: edit_config(good_llama(d), hidden_act="gelu"), "info", [], r"hidden_act"),
+    ("llama_attention_bias", lambda d: edit_config(good_llama(d), attention_bias=True), "info", [], r"attention_bias"),
+    ("partial_rotary", lambda d: edit_config(good_family("mistral", window=8)(d), partial_rotary_factor=0.5),
+     "info", [], r"partial_rotary_factor"),
+    ("mistral_window_device_cuda", good_family("mistral", window=8), "generate", ["--device", "cuda"],
+     r"sliding|cuda|gpu"),
+]
+
 CASES += [
     ("serve_trace_malformed", with_trace(GOOD_LINE, '{"id": 1, "prompt_ids": [1, 2'), "serve-sim", [],
      r"line 2"),

@@ -1,5 +1,6 @@
 #include "reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pd::ref {
@@ -71,23 +72,25 @@ void softmax(float* x, int n) {
     for (int i = 0; i < n; i++) x[i] = float(std::exp(x[i] - mx) / sum);
 }
 
-void attention(float* out, const float* q, const float* k, const float* v, int T, int Hq, int Hkv, int D) {
+void attention(float* out, const float* q, const float* k, const float* v, int T, int Hq, int Hkv, int D,
+               int window) {
     std::vector<double> p(T);
     for (int t = 0; t < T; t++)
         for (int h = 0; h < Hq; h++) {
             int kh = h / (Hq / Hkv);
             const float* qv = q + (long(t) * Hq + h) * D;
             double mx = -1e300, sum = 0;
-            for (int s = 0; s <= t; s++) {
+            const int first = window > 0 ? std::max(0, t - window + 1) : 0;
+            for (int s = first; s <= t; s++) {
                 double dot = 0;
                 for (int i = 0; i < D; i++) dot += double(qv[i]) * k[(long(s) * Hkv + kh) * D + i];
                 p[s] = dot / std::sqrt(double(D));
                 mx = std::max(mx, p[s]);
             }
-            for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
+            for (int s = first; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
             for (int i = 0; i < D; i++) {
                 double acc = 0;
-                for (int s = 0; s <= t; s++) acc += p[s] / sum * v[(long(s) * Hkv + kh) * D + i];
+                for (int s = first; s <= t; s++) acc += p[s] / sum * v[(long(s) * Hkv + kh) * D + i];
                 out[(long(t) * Hq + h) * D + i] = float(acc);
             }
         }

@@ -18,7 +18,9 @@ void swiglu(float* out, const float* gate_up, int M, int F);
 void rope(float* x, int M, int n_heads, int D, const int* pos, float theta);
 void softmax(float* x, int n);
 // Causal attention for one sequence, no cache: q (T, Hq, D), k and v (T, Hkv, D),
-// query t of head h sees keys 0..t of KV head h / (Hq / Hkv). out (T, Hq, D).
-void attention(float* out, const float* q, const float* k, const float* v, int T, int Hq, int Hkv, int D);
+// query t of head h sees keys 0..t of KV head h / (Hq / Hkv), or with a
+// sliding window (window > 0) keys t-window+1..t only. out (T, Hq, D).
+void attention(float* out, const float* q, const float* k, const float* v, int T, int Hq, int Hkv, int D,
+               int window = 0);
 
 }  // namespace pd::ref

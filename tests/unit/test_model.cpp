@@ -22,6 +22,7 @@ const char* kModels[] = {
     "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64",         // GQA
     "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=1,vocab=97,ctx=64",         // MQA
     "synthetic:gpt2,dim=64,ffn=256,layers=2,heads=4,vocab=97,ctx=64",                    // GPT-2
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64,window=6",  // Mistral's window
 };
 
 std::vector<int> some_tokens(int n, int vocab, int seed) {
@@ -165,6 +166,33 @@ TEST_CASE("engine.attention.prefill_matches_reference") {
             std::vector<float> dec(std::size_t(Hq) * D);
             int slot = 0, pos = T - 1;
             attention_decode(dec.data(), q.data() + std::size_t(T - 1) * Hq * D, c, 0, &slot, &pos, 1, Hq);
+            check_close(dec.data(), ref.data() + std::size_t(T - 1) * Hq * D, dec.size(), 1e-5f, 1e-4f,
+                        "decode row, " + what);
+        }
+}
+
+TEST_CASE("engine.attention.sliding_window_matches_reference") {
+    // Query t sees keys t-W+1 .. t: windows inside one query block, across
+    // block edges, one key only, and one as long as the prompt (no effect).
+    for (auto [Hq, Hkv] : {std::pair{8, 2}, {4, 1}})
+        for (auto [T, D, W] : {std::tuple{40, 16, 5}, {70, 20, 33}, {9, 8, 1}, {33, 64, 33}}) {
+            KVCache c = make_kv_cache(1, 1, Hkv, T, D);
+            auto q = randn(std::size_t(T) * Hq * D, 31), k = randn(std::size_t(T) * Hkv * D, 32),
+                 v = randn(std::size_t(T) * Hkv * D, 33);
+            for (int t = 0; t < T; t++) kv_write(c, 0, 0, t, &k[std::size_t(t) * Hkv * D], &v[std::size_t(t) * Hkv * D]);
+            std::vector<float> got(q.size()), ref(q.size());
+            attention_prefill(got.data(), q.data(), c, 0, 0, 0, T, Hq, W);
+            ref::attention(ref.data(), q.data(), k.data(), v.data(), T, Hq, Hkv, D, W);
+            const auto what = fmt::format("windowed attention Hq={} Hkv={} T={} D={} W={}", Hq, Hkv, T, D, W);
+            check_close(got, ref, 1e-5f, 1e-4f, what);
+            // Chunked: the last 7 queries after the first T-7 are cached.
+            std::vector<float> tail(std::size_t(7) * Hq * D);
+            attention_prefill(tail.data(), q.data() + std::size_t(T - 7) * Hq * D, c, 0, 0, T - 7, 7, Hq, W);
+            check_close(tail.data(), ref.data() + std::size_t(T - 7) * Hq * D, tail.size(), 1e-5f, 1e-4f,
+                        "a chunk after a cached prefix, " + what);
+            std::vector<float> dec(std::size_t(Hq) * D);
+            int slot = 0, pos = T - 1;
+            attention_decode(dec.data(), q.data() + std::size_t(T - 1) * Hq * D, c, 0, &slot, &pos, 1, Hq, W);
             check_close(dec.data(), ref.data() + std::size_t(T - 1) * Hq * D, dec.size(), 1e-5f, 1e-4f,
                         "decode row, " + what);
         }

@@ -201,7 +201,8 @@ void copy_into_blocks(PagedKVCache& pc, BlockTable& t, const KVCache& kc, int b,
         }
 }
 
-void check_paged_attention(int n_heads, int n_kv_heads, int D, int block_size, const std::vector<SpanCase>& cases) {
+void check_paged_attention(int n_heads, int n_kv_heads, int D, int block_size, const std::vector<SpanCase>& cases,
+                           int window = 0) {
     const int B = int(cases.size()), S = 96, layer = 1;
     KVCache kc = make_kv_cache(2, B, n_kv_heads, S, D);
     kc.k = randn(kc.k.size(), 11), kc.v = randn(kc.v.size(), 12);
@@ -219,16 +220,16 @@ void check_paged_attention(int n_heads, int n_kv_heads, int D, int block_size, c
     const std::size_t stride = std::size_t(n_heads) * D;
     const std::vector<float> q = randn(rows * stride, 13);
     std::vector<float> got(q.size()), want(q.size());
-    attention_paged(got.data(), q.data(), pc, layer, spans, n_heads);
+    attention_paged(got.data(), q.data(), pc, layer, spans, n_heads, window);
     for (const PagedSpan& s : spans) {  // the contiguous kernels, one sequence at a time
         const int b = int(&s - spans.data());
-        if (s.n == 1) attention_decode(want.data() + s.row0 * stride, q.data() + s.row0 * stride, kc, layer, &b, &s.start, 1, n_heads);
-        else attention_prefill(want.data() + s.row0 * stride, q.data() + s.row0 * stride, kc, layer, b, s.start, s.n, n_heads);
+        if (s.n == 1) attention_decode(want.data() + s.row0 * stride, q.data() + s.row0 * stride, kc, layer, &b, &s.start, 1, n_heads, window);
+        else attention_prefill(want.data() + s.row0 * stride, q.data() + s.row0 * stride, kc, layer, b, s.start, s.n, n_heads, window);
     }
     // Prefill reads keys in the same order either way; decode's online
     // softmax steps at block edges instead of every 64 keys: rounding only.
-    check_close(got, want, 1e-5f, 1e-4f, fmt::format("paged attention (H {}, H_kv {}, D {}, block {}) against the "
-                                                     "contiguous kernels", n_heads, n_kv_heads, D, block_size));
+    check_close(got, want, 1e-5f, 1e-4f, fmt::format("paged attention (H {}, H_kv {}, D {}, block {}, window {}) against "
+                                                     "the contiguous kernels", n_heads, n_kv_heads, D, block_size, window));
 }
 
 }  // namespace
@@ -240,6 +241,8 @@ TEST_CASE("engine.paged.attention_matches_the_contiguous_kernels") {
     check_paged_attention(4, 4, 32, 5, mixed);   // MHA, blocks not a power of two
     check_paged_attention(4, 1, 20, 16, mixed);  // MQA, a head size no vector width divides
     check_paged_attention(16, 1, 16, 80, mixed); // two decode slices; a block larger than a decode chunk
+    check_paged_attention(8, 2, 64, 16, mixed, 21);  // a sliding window starting inside a block
+    check_paged_attention(4, 1, 20, 5, mixed, 3);
 }
 
 // --- the mixed-batch forward --------------------------------------------------
@@ -252,6 +255,7 @@ const char* kForwardModels[] = {
     "synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=4,vocab=97,ctx=128",  // MHA
     "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=1,vocab=97,ctx=128",  // MQA
     "synthetic:gpt2,dim=64,ffn=256,layers=2,heads=4,vocab=97,ctx=128",             // GPT-2
+    "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=2,vocab=97,ctx=128,window=19",  // Mistral's window
 };
 
 // Both caches run every row through different kernels (a batch of 60 rows

@@ -18,6 +18,8 @@ using namespace pd::test;
 namespace {
 
 const char* kSmallLlama = "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64";
+// The same with a sliding window shorter than the prompt (Mistral's).
+const char* kSmallMistral = "synthetic:llama,dim=64,ffn=96,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64,window=7";
 
 std::vector<int> tokens_of(int n, int vocab, std::uint64_t seed) {
     std::mt19937_64 rng(seed_for(seed));
@@ -74,17 +76,20 @@ TEST_CASE("engine.speculative.truncate_refuses_growth_and_bad_slots") {
 TEST_CASE("engine.speculative.verify_pass_equals_decode_steps") {
     // The verify pass: k+1 tokens appended to an existing cache in one
     // prefill, Keep::all. Row i must be what decoding them one by one gives.
-    auto lm = load_model(kSmallLlama, Precision::f32, false);
-    for (int k : {1, 4, 8, 17}) {  // 18 rows: past the small-row kernels, on oneDNN's path
-        auto one_pass = make_engine(lm.model, {}), stepwise = make_engine(lm.model, {});
-        const auto prompt = tokens_of(11, 97, 10 + k), rows = tokens_of(k + 1, 97, 20 + k);
-        one_pass->prefill(0, prompt);
-        stepwise->prefill(0, prompt);
-        auto all = copy_rows(one_pass->prefill(0, rows, Keep::all), k + 1, 97);
-        CHECK(one_pass->cache_len(0) == 11 + k + 1);
-        for (int i = 0; i <= k; i++)
-            check_close(decode_one(*stepwise, rows[i]).data(), all.data() + std::size_t(i) * 97, 97, 2e-4f,
-                        2e-4f, fmt::format("k = {}: row {} of the verify pass against decode step {}", k, i, i));
+    for (const char* spec : {kSmallLlama, kSmallMistral}) {
+        INFO(spec);
+        auto lm = load_model(spec, Precision::f32, false);
+        for (int k : {1, 4, 8, 17}) {  // 18 rows: past the small-row kernels, on oneDNN's path
+            auto one_pass = make_engine(lm.model, {}), stepwise = make_engine(lm.model, {});
+            const auto prompt = tokens_of(11, 97, 10 + k), rows = tokens_of(k + 1, 97, 20 + k);
+            one_pass->prefill(0, prompt);
+            stepwise->prefill(0, prompt);
+            auto all = copy_rows(one_pass->prefill(0, rows, Keep::all), k + 1, 97);
+            CHECK(one_pass->cache_len(0) == 11 + k + 1);
+            for (int i = 0; i <= k; i++)
+                check_close(decode_one(*stepwise, rows[i]).data(), all.data() + std::size_t(i) * 97, 97, 2e-4f,
+                            2e-4f, fmt::format("k = {}: row {} of the verify pass against decode step {}", k, i, i));
+        }
     }
 }
 
@@ -92,43 +97,43 @@ namespace {
 
 // tiny and tiny-draft, loaded once for the cases below.
 struct Pair {
-    LoadedModel target = load_model("tiny", Precision::f32, false);
-    LoadedModel draft = load_model("tiny-draft", Precision::f32, false);
+        LoadedModel target = load_model("tiny", Precision::f32, false);
+        LoadedModel draft = load_model("tiny-draft", Precision::f32, false);
 };
 const Pair& bundled() {
-    static const Pair p;
-    return p;
+        static const Pair p;
+        return p;
 }
 
 // Story openings, and seeded random word salads (PDLAB_TEST_SEED picks them).
 std::vector<std::vector<int>> story_prompts(const Tokenizer& tok) {
-    std::vector<std::string> texts = {"Once upon a time", "Lily and Tom went to the park. They saw",
-                                      "The little dog was sad because"};
-    const char* words[] = {"the", "cat", "big", "red", "ball", "girl", "happy", "tree", "said", "sun"};
-    std::mt19937_64 rng(seed_for(7));
-    std::string salad;
-    for (int i = 0; i < 12; i++) salad += std::string(i ? " " : "") + words[rng() % 10];
-    texts.push_back(salad);
-    std::vector<std::vector<int>> out;
-    for (const auto& t : texts) out.push_back(tok.encode(t));
-    return out;
+        std::vector<std::string> texts = {"Once upon a time", "Lily and Tom went to the park. They saw",
+                                          "The little dog was sad because"};
+        const char* words[] = {"the", "cat", "big", "red", "ball", "girl", "happy", "tree", "said", "sun"};
+        std::mt19937_64 rng(seed_for(7));
+        std::string salad;
+        for (int i = 0; i < 12; i++) salad += std::string(i ? " " : "") + words[rng() % 10];
+        texts.push_back(salad);
+        std::vector<std::vector<int>> out;
+        for (const auto& t : texts) out.push_back(tok.encode(t));
+        return out;
 }
 
 std::vector<int> plain_greedy(Engine& e, const std::vector<int>& prompt, int n) {
-    GenerateOptions g;
-    g.max_new_tokens = n;
-    g.stop_at_eos = false;
-    return generate(e, prompt, g).generated_ids;
+        GenerateOptions g;
+        g.max_new_tokens = n;
+        g.stop_at_eos = false;
+        return generate(e, prompt, g).generated_ids;
 }
 
 SpeculativeResult speculate(Engine& t, Engine& d, const std::vector<int>& prompt, int k, int n,
-                            float temperature = 0.0f, const AcceptRule& rule = {}) {
-    SpeculativeOptions o;
-    o.k = k;
-    o.max_new_tokens = n;
-    o.stop_at_eos = false;
-    o.sampler = {temperature, 0, 1.0f, seed_for(11)};
-    return speculative_generate(t, d, prompt, o, rule);
+                                float temperature = 0.0f, const AcceptRule& rule = {}) {
+        SpeculativeOptions o;
+        o.k = k;
+        o.max_new_tokens = n;
+        o.stop_at_eos = false;
+        o.sampler = {temperature, 0, 1.0f, seed_for(11)};
+        return speculative_generate(t, d, prompt, o, rule);
 }
 
 }  // namespace
