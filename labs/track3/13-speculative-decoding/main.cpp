@@ -209,16 +209,12 @@ double model_speedup(double tokens_per_pass, int k, double draft_cost, double ve
 // Section "where it pays": the sweep's speed-ups explained by three measured
 // costs, then the same alpha priced at the costs of a memory-bound target.
 void where_it_pays(const std::vector<KResult>& rows) {
-    std::printf("where speculation pays: a round yields tok/pass tokens for the time of k draft steps and one
-"
-                "verify pass; in plain decode steps of the target that is k*c + v (c: one draft step, v: the verify pass)
-");
-    std::printf("  %2s %10s %8s %8s %10s %10s %14s %10s
-", "k", "decode ms", "c", "v", "k*c + v", "tok/pass",
+    std::printf("where speculation pays: a round yields tok/pass tokens for the time of k draft steps and one\n"
+                "verify pass; in plain decode steps of the target that is k*c + v (c: one draft step, v: the verify pass)\n");
+    std::printf("  %2s %10s %8s %8s %10s %10s %14s %10s\n", "k", "decode ms", "c", "v", "k*c + v", "tok/pass",
                 "model speed-up", "measured");
     for (const KResult& r : rows)
-        std::printf("  %2d %10.3f %8.3f %8.3f %10.2f %10.2f %13.2fx %9.2fx
-", r.k, r.decode_step_ms(), r.draft_cost(),
+        std::printf("  %2d %10.3f %8.3f %8.3f %10.2f %10.2f %13.2fx %9.2fx\n", r.k, r.decode_step_ms(), r.draft_cost(),
                     r.verify_cost(), r.k * r.draft_cost() + r.verify_cost(), r.tokens_per_pass(),
                     model_speedup(r.tokens_per_pass(), r.k, r.draft_cost(), r.verify_cost()), r.speedup());
     // A target whose decode step streams its weights (memory-bound: a 7B model
@@ -226,15 +222,12 @@ void where_it_pays(const std::vector<KResult>& rows) {
     // smaller costs about 1/20 of a step. Assumed costs, not measured here.
     const double big_c = 0.05, big_v = 1.1;
     const KResult& last = rows.back();
-    std::printf("  speculation pays where tok/pass > k*c + v. Here c and v are both large: a step of a model this small
-"
-                "  on a CPU is mostly fixed per-pass work, not weight bytes, so the draft is not much cheaper than the
-"
-                "  target and k + 1 rows cost more than one. The same alpha (%.2f) at k = %d with c = %.2f and v = %.1f
-"
-                "  (assumed: a memory-bound target 20x the draft's size) would give %.2fx.\n\n",
-                last.stats.per_token_acceptance(), last.k, big_c, big_v,
-                model_speedup(expected_tokens_per_pass(last.stats.per_token_acceptance(), last.k), last.k, big_c, big_v));
+    const double alpha = last.stats.per_token_acceptance();
+    std::printf("  speculation pays where tok/pass > k*c + v. At k = %d here a round costs %.2f decode steps for\n"
+                "  %.2f tokens. The same alpha (%.2f) with c = %.2f and v = %.1f (assumed: a memory-bound target,\n"
+                "  20x the draft's size, README \"Where it pays\") would give %.2fx.\n\n",
+                last.k, last.k * last.draft_cost() + last.verify_cost(), last.tokens_per_pass(), alpha, big_c, big_v,
+                model_speedup(expected_tokens_per_pass(alpha, last.k), last.k, big_c, big_v));
 }
 
 const KResult& best_of(const std::vector<KResult>& rows) {
