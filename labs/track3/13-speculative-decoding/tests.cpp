@@ -389,7 +389,7 @@ TEST_CASE("lab13.expected.predicts_the_sweep") {
     for (int k = 1; k <= 8; k++) {
         SpeculativeStats sum;
         for (const auto& prompt : prompts) {
-            const SpeculativeStats s = speculative_generate(*target, *draft, prompt, options(k, 128, 0.0f, 1)).stats;
+            const SpeculativeStats s = speculative_generate(*target, *draft, prompt, options(k, 64, 0.0f, 1)).stats;
             sum.rounds += s.rounds, sum.accepted += s.accepted, sum.rejections += s.rejections;
         }
         const double measured = double(sum.accepted + sum.rounds) / sum.rounds;
