@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("handout")
     a = ap.parse_args()
+    a.kit, a.build = os.path.abspath(a.kit), os.path.abspath(a.build)  # the programs run in a scratch folder
     cmds = commands(open(a.handout, encoding="utf-8").read())
     if not cmds:
         print(f"{a.handout}: no ./kit commands in its code blocks")
