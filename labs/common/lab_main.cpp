@@ -1,6 +1,8 @@
 #include "lab_main.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "todo_exercise.hpp"
 
@@ -16,6 +18,12 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
     } catch (const CLI::ParseError& e) {
         int rc = app.exit(e);
         return rc == 0 ? 0 : 2;
+    }
+    // The handout-commands test checks every command a handout shows; for the
+    // long ones it stops here, once the arguments have parsed.
+    if (const char* only = std::getenv("PDLAB_ARGS_ONLY"); only && std::string_view(only) == "1") {
+        std::printf("PDLAB_ARGS_ONLY=1: the arguments parse; the lab does not run.\n");
+        return 0;
     }
     try {
         return body();

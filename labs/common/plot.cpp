@@ -42,6 +42,17 @@ std::string describe_exit(int status) {
     return "plot.py failed (wait status " + std::to_string(status) + ")";
 }
 
+// The script's path as the user can paste it: relative to the current folder
+// when the script lies under it (./kit runs the labs from the kit's root, so
+// the command reads the same on every machine), absolute otherwise.
+std::string printable(const std::string& script) {
+    std::error_code ec;
+    const fs::path here = fs::current_path(ec);
+    if (ec) return script;
+    const fs::path rel = fs::path(script).lexically_proximate(here);
+    return rel.empty() || *rel.begin() == ".." || rel.is_absolute() ? script : rel.string();
+}
+
 }  // namespace
 
 void draw_plot(const std::string& lab_dir, const fs::path& out, bool skip, const std::string& drawn) {
@@ -58,7 +69,8 @@ void draw_plot(const std::string& lab_dir, const fs::path& out, bool skip, const
         why = describe_exit(status) + "; matplotlib missing? apt-get install python3-matplotlib "
               "(or pip install matplotlib)";
     }
-    std::printf("\nplots: not drawn (%s). Draw them with:\n  %s\n", why.c_str(), cmd.c_str());
+    std::printf("\nplots: not drawn (%s). Draw them with:\n  %s %s %s\n", why.c_str(), kPython.c_str(),
+                shell_quote(printable(script)).c_str(), shell_quote(out.string()).c_str());
 }
 
 }  // namespace pd::lab

@@ -266,6 +266,7 @@ SpeculativeResult speculative_generate(Engine& target, Engine& draft, std::span<
         r.res.stats.rounds++;
         r.res.stats.proposed += k;
         r.res.stats.accepted += v.accepted;
+        r.res.stats.rejections += v.accepted < k;
         more = emit(r, v);
         if (more) roll_back(r, v, k, target_len);
     }

@@ -73,13 +73,23 @@ struct SpeculativeStats {
     int rounds = 0;            // draft-verify-accept rounds (one verify pass each)
     int proposed = 0;          // draft tokens the target scored
     int accepted = 0;          // of those, kept
+    int rejections = 0;        // rounds that ended at a rejected draft token (the others kept all they proposed)
     int target_passes = 0;     // the prompt's prefill + one per round
     int draft_passes = 0;      // the prompt's prefill + one per proposed token (+ catch-ups)
     double prefill_ms = 0;     // both models' prompt passes
     double draft_ms = 0;       // draft passes after the prompt (engine.time_ms)
     double target_ms = 0;      // verify passes (engine.time_ms)
     double rule_ms = 0;        // turning logits into probabilities, the rule, the roll-back
+    // The fraction of proposed tokens kept. Not the per-token probability
+    // alpha: every token after a round's first rejection counts as not kept
+    // although the target never judged it, so this falls with k at a fixed alpha.
     double acceptance_rate() const { return proposed ? double(accepted) / proposed : 0.0; }
+    // alpha, the probability that the target keeps a draft token it judges:
+    // kept / judged, where the judged tokens are the kept ones plus one per
+    // rejection. This is what 1 + alpha + ... + alpha^k needs.
+    double per_token_acceptance() const {
+        return accepted + rejections ? double(accepted) / (accepted + rejections) : 0.0;
+    }
 };
 
 struct SpeculativeResult {

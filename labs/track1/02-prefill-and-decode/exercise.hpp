@@ -14,7 +14,7 @@
 
 namespace pd::lab02 {
 
-// ---- Task 1: the greedy decode loop, after prefill.
+// ---- Task 2 (README): the greedy decode loop, after prefill.
 //
 // Before the call: sequence `slot` of `engine` holds the prompt in its cache
 // (engine.prefill(slot, prompt) ran), and `first_token` is the token chosen
@@ -32,7 +32,7 @@ namespace pd::lab02 {
 // steps == 0: returns {} and touches nothing. steps < 0: UserError.
 std::vector<int> decode_loop(Engine& engine, int slot, int first_token, int steps, std::vector<double>& step_ms);
 
-// ---- Task 2: one run, from an empty cache.
+// ---- Task 3 (README): one run, from an empty cache.
 struct RunTimes {
     double prefill_ms = 0;        // the prefill pass of all P prompt tokens, by the engine's timer
     std::vector<double> step_ms;  // (steps) one per decode step, in order
@@ -44,7 +44,7 @@ struct RunTimes {
 // Empty prompt or steps < 0: UserError.
 RunTimes time_one_run(Engine& engine, int slot, std::span<const int> prompt, int steps);
 
-// ---- Task 3: the recipe.
+// ---- Task 4 (README): the recipe.
 struct Recipe {
     int warmup = 2;   // runs made first and thrown away (one-time costs: page faults, kernel setup, cold caches)
     int repeats = 5;  // runs kept
@@ -58,7 +58,7 @@ struct Measurement {
 // warmup < 0, repeats < 1 or steps < 0: UserError.
 Measurement measure(Engine& engine, int slot, std::span<const int> prompt, const Recipe& recipe);
 
-// ---- Task 4: summary statistics of timing samples (milliseconds):
+// ---- Task 5 (README): summary statistics of timing samples (milliseconds):
 //   n       the number of samples
 //   mean    the average
 //   median  the middle value (the mean of the two middle ones for an even n)
@@ -69,7 +69,7 @@ Measurement measure(Engine& engine, int slot, std::span<const int> prompt, const
 // The samples may come in any order. Empty: UserError (there is nothing to summarise).
 Stats stats_of(std::span<const double> samples);
 
-// ---- Task 5: the per-step series: element i summarises decode step i+1 over
+// ---- Task 6 (README): the per-step series: element i summarises decode step i+1 over
 // the kept runs (its n is the number of runs). It shows whether a step grows
 // as the cache grows, which one statistic over every step would hide.
 // (steps) Stats; no runs, or runs whose step counts differ: UserError.

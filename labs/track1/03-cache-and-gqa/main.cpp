@@ -23,6 +23,7 @@
 #include "lab_main.hpp"
 #include "print.hpp"
 #include "engine/sampler.hpp"
+#include "io/model_source.hpp"
 #include "measure/timing.hpp"
 
 using namespace pd;
@@ -127,7 +128,6 @@ void mirror(KVCache& mine, const KVCache& eng, int from, int to) {
         ex::commit_kv(mine, 0);
     }
 }
-
 // Largest |student - engine| over `rows` query rows of the last layer's attention.
 double attention_diff(const Config& c, const KVCache& cache, const std::vector<float>& q,
                       const std::vector<float>& att, int rows, int first_pos) {
@@ -244,6 +244,34 @@ void print_growth_row(Lab& lab, Growth& g, const std::string& pass, int tokens_i
                 same ? "identical" : "DIFFERENT");
 }
 
+// ---- 3, the lesson's shapes: the same growth on an MHA model whose cache is
+// [B, 8, S, 64] (8 KV heads of 64 dimensions), for a 4-token prompt and two
+// decode steps, as the lesson draws it. The bundled model's shapes above are
+// smaller ([1, 2, S, 32]: it has 2 KV heads of 32); the rule is the same.
+void section_lesson_shapes(Lab& lab) {
+    const char* spec = "synthetic:mha-h8-d64";
+    const LoadedModel lesson = load_model(spec, Precision::f32, false);
+    const Model& m = *lesson.model;
+    const std::vector<int> ids = lesson.tokenizer.encode("One ");  // 4 byte tokens: "O" "n" "e" " "
+    KVCache cache = make_kv_cache(m, 1, int(ids.size()) + 2);
+    RunState st = make_run_state(m.config, int(ids.size()));
+    std::printf("   The lesson's shapes: %s (8 KV heads, head_dim 64), B = 1, the %zu-token prompt \"One \"\n",
+                spec, ids.size());
+    const float* lg = prefill(m, cache, st, 0, ids);
+    std::vector<std::string> shapes = {kv_shape_str(cache, 0)};
+    int slot = 0;
+    for (int i = 0; i < 2; i++) {
+        int t = argmax(lg, m.config.vocab_size);
+        lg = decode(m, cache, st, {&slot, 1}, {&t, 1});
+        shapes.push_back(kv_shape_str(cache, 0));
+    }
+    const bool ok = shapes == std::vector<std::string>{"[1, 8, 4, 64]", "[1, 8, 5, 64]", "[1, 8, 6, 64]"};
+    lab.all_ok = lab.all_ok && ok;
+    std::printf("   prefill: %s -> decode 1: %s -> decode 2: %s%s\n\n", shapes[0].c_str(), shapes[1].c_str(),
+                shapes[2].c_str(), ok ? "" : "  <- not the lesson's [1, 8, 4, 64] -> [1, 8, 5, 64] -> [1, 8, 6, 64]");
+    lab.js["lesson_shapes"] = shapes;
+}
+
 // ---- 3. Growth, on our own cache of the CPU model, mirrored by the student's append/commit.
 Growth section_growth(Lab& lab) {
     const Options& o = lab.o;
@@ -274,9 +302,10 @@ Growth section_growth(Lab& lab) {
     }
     std::printf("   Per token, every layer keeps one K row and one V row per KV head: %d x 2 x %d x %d floats = %s.\n"
                 "   Decode step i reads all %d + i cached positions of every layer. (Lab 02's trace is the same\n"
-                "   growth seen from outside: P, P+1, P+2.)\n\n",
+                "   growth seen from outside: P, P+1, P+2.)\n",
                 c.n_layers, c.n_kv_heads, c.head_dim, human_bytes(double(c.kv_elems_per_token() * 4)).c_str(), P);
     lab.js["growth"] = {{"prompt_len", P}, {"steps", o.steps}, {"final_len", g.cache.seq_len[0]}};
+    section_lesson_shapes(lab);
     return g;
 }
 

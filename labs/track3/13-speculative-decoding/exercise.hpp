@@ -39,6 +39,10 @@ Verdict accept_sampled(const Proposal& pr, Rng& rng);
 // one target pass yields when each draft token is kept with probability
 // alpha, independently, and the round stops at the first rejection:
 // 1 + alpha + alpha^2 + ... + alpha^k.
+// alpha is the chance that the target keeps a token it judges: measured as
+// kept / (kept + rejections) (SpeculativeStats::per_token_acceptance), not as
+// kept / proposed, which also counts the tokens after a rejection that the
+// target never judged.
 // Throws std::invalid_argument when alpha is outside [0, 1] (or NaN) or k < 0.
 double expected_tokens_per_pass(double alpha, int k);
 

@@ -3,9 +3,9 @@
 
     /usr/bin/python3 labs/track3/13-speculative-decoding/plot.py lab13-results
 
-Left: speed-up over plain decoding against k. Right: tokens per target pass,
-measured and as expected_tokens_per_pass predicts from the acceptance rate,
-with the acceptance rate on a second axis. Needs matplotlib (Debian:
+Left: speed-up over plain decoding against k. Right: tokens per verify pass,
+measured and as expected_tokens_per_pass predicts from the per-token acceptance alpha,
+with both acceptance rates on a second axis. Needs matplotlib (Debian:
 apt-get install python3-matplotlib); exits 4 without it, 2 without the CSV.
 """
 import os
@@ -32,16 +32,17 @@ def main():
     left.set_title("Measured speed-up (greedy, identical tokens)")
     left.set_ylim(bottom=0)
     plot_style.style(left)
-    right.plot(k, [r["tokens_per_pass"] for r in rows], "o-", label="tokens per target pass (measured)")
-    right.plot(k, [r["predicted"] for r in rows], "s--", label="expected_tokens_per_pass(acceptance, k)")
+    right.plot(k, [r["tokens_per_pass"] for r in rows], "o-", label="tokens per verify pass (measured)")
+    right.plot(k, [r["predicted"] for r in rows], "s--", label="expected_tokens_per_pass(alpha, k)")
     right.set_xlabel("k (draft tokens per round)")
-    right.set_ylabel("tokens per target pass")
+    right.set_ylabel("tokens per verify pass")
     right.set_ylim(bottom=0)
     plot_style.style(right, legend=False)  # one legend for both of its y axes, below
     twin = right.twinx()
-    twin.plot(k, [r["acceptance"] for r in rows], "^:", color="tab:green", label="acceptance rate")
+    twin.plot(k, [r["acceptance"] for r in rows], "^:", color="tab:green", label="kept / proposed")
+    twin.plot(k, [r["alpha"] for r in rows], "v:", color="tab:olive", label="alpha = kept / judged")
     twin.set_ylim(0, 1.05)
-    twin.set_ylabel("acceptance rate")
+    twin.set_ylabel("acceptance")
     lines = right.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     labels = right.get_legend_handles_labels()[1] + twin.get_legend_handles_labels()[1]
     right.legend(lines, labels, fontsize=8, loc="lower right")

@@ -375,6 +375,33 @@ TEST_CASE("lab13.expected.formula") {
     observe("expected tokens per pass on 50 random (alpha, k)", got, {1e-12, 1e-12});
 }
 
+TEST_CASE("lab13.expected.predicts_the_sweep") {
+    // On tiny with tiny-draft, greedy, k = 1..8 as the lab program sweeps:
+    // your formula at the measured per-token acceptance alpha = kept / (kept +
+    // rejections) must land within 10% of the tokens each verify pass yielded.
+    // (kept / proposed in its place predicts about half at k = 8.)
+    needs([] { expected_tokens_per_pass(0.5, 1); });
+    auto target = make_engine(bundled().target.model, {}), draft = make_engine(bundled().draft.model, {});
+    Inputs in(1310);
+    std::vector<std::vector<int>> prompts;
+    for (int i = 0; i < 3; i++) prompts.push_back(story_prompt(in));
+    bool all_close = true;
+    for (int k = 1; k <= 8; k++) {
+        SpeculativeStats sum;
+        for (const auto& prompt : prompts) {
+            const SpeculativeStats s = speculative_generate(*target, *draft, prompt, options(k, 64, 0.0f, 1)).stats;
+            sum.rounds += s.rounds, sum.accepted += s.accepted, sum.rejections += s.rejections;
+        }
+        const double measured = double(sum.accepted + sum.rounds) / sum.rounds;
+        const double predicted = expected_tokens_per_pass(sum.per_token_acceptance(), k);
+        INFO("k = " << k << ": alpha " << sum.per_token_acceptance() << " predicts " << predicted
+             << " tokens per verify pass, measured " << measured);
+        CHECK(std::fabs(predicted - measured) <= 0.1 * measured);
+        all_close = all_close && std::fabs(predicted - measured) <= 0.1 * measured;
+    }
+    observe("prediction within 10% of the measured tokens per verify pass, k = 1..8", all_close);
+}
+
 TEST_CASE("lab13.expected.bad_input") {
     needs([] { expected_tokens_per_pass(0.5, 1); });
     for (double a : {-0.1, 1.5, std::nan("")}) CHECK_THROWS_AS(expected_tokens_per_pass(a, 3), std::invalid_argument);
