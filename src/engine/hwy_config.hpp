@@ -6,8 +6,8 @@
 // fallback (Highway's SCALAR or EMU128). Left out to keep the build short:
 // SSSE3/SSE4 (x86 CPUs without AVX2 are a decade old; they get the fallback),
 // AVX3_DL (the one kernel that uses VNNI is a target-specific file,
-// panel_quantized_avx512.cpp, as Highway 1.0 has no vpdpwssd) and SVE (Apple Silicon has none;
-// NEON runs on every ARM64 CPU).
+// panel_quantized_avx512.cpp, as Highway 1.0 has no vpdpwssd) and SVE (Apple
+// Silicon has none; NEON runs on every ARM64 CPU).
 //
 // Highway 1.2 (Debian 13) adds targets 1.0 (Debian 12) lacks: AVX3_ZEN4 and
 // AVX3_SPR (AVX-512 plus extensions nothing here uses) and NEON_BF16. Left
