@@ -36,7 +36,9 @@ RULE = "-" * 74  # Open MPI's frame around a notice of its own
 
 
 def run(program, ranks, args, timeout):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # One machine: shared memory, no TCP (Open MPI 5 otherwise warns on stderr
+    # about interfaces it cannot pair, e.g. in a chroot).
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="^tcp")
     cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", program] + args
     start = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
