@@ -106,6 +106,41 @@ TensorView read_entry(const JsonObject& info, const std::string& name, const std
     return t;
 }
 
+// The format stores each tensor once, back to back from the first data byte
+// to the last: sorted by begin, each range must start where the one before
+// ended, and the last must end at `data_size`. An overlap would let two
+// tensors alias one weight; a hole hides bytes no tensor accounts for.
+void check_ranges_tile(const std::map<std::string, TensorView>& tensors, const std::byte* base,
+                       std::size_t data_size, const std::string& where) {
+    std::vector<const TensorView*> order;
+    for (const auto& [name, t] : tensors) order.push_back(&t);
+    auto begin_of = [&](const TensorView* t) { return std::size_t(t->data - base); };
+    std::sort(order.begin(), order.end(), [&](const TensorView* a, const TensorView* b) {
+        return std::pair(begin_of(a), a->nbytes) < std::pair(begin_of(b), b->nbytes);
+    });
+    const TensorView* previous = nullptr;
+    std::size_t covered = 0;  // bytes [0, covered) belong to the tensors seen so far
+    for (const TensorView* t : order) {
+        std::size_t begin = begin_of(t);
+        if (begin < covered)
+            fail("{}: tensors {} and {} overlap (data_offsets [{}, {}] and [{}, {}]); each tensor must "
+                 "have bytes of its own: re-export the checkpoint", where, clipped_quote(previous->name),
+                 clipped_quote(t->name), begin_of(previous), begin_of(previous) + previous->nbytes, begin,
+                 begin + t->nbytes);
+        if (begin > covered)
+            fail("{}: bytes [{}, {}) of the data belong to no tensor (a hole {}tensor {}); the tensors "
+                 "must fill the data back to back: re-export the checkpoint", where, covered, begin,
+                 previous ? fmt::format("between tensor {} and ", clipped_quote(previous->name)) : "before ",
+                 clipped_quote(t->name));
+        covered = begin + t->nbytes;
+        previous = t;
+    }
+    if (covered != data_size)
+        fail("{}: the last {} bytes of the data belong to no tensor ({}); the tensors must fill the data "
+             "exactly: re-export the checkpoint", where, data_size - covered,
+             previous ? "after tensor " + clipped_quote(previous->name) : std::string("the header lists none"));
+}
+
 }  // namespace
 
 std::map<std::string, TensorView> read_safetensors(const std::byte* bytes, std::size_t size,
@@ -129,6 +164,7 @@ std::map<std::string, TensorView> read_safetensors(const std::byte* bytes, std::
         tensors[name] = read_entry(JsonObject(info, where, "tensor " + clipped_quote(name)), name, base,
                                    size - 8 - header_len);
     }
+    check_ranges_tile(tensors, base, size - 8 - header_len, where);
     return tensors;
 }
 

@@ -61,8 +61,8 @@ private:
 
 // The tensors of one safetensors file held in memory (`size` bytes at
 // `bytes`), their views pointing into it; a UserError naming `where` for a
-// truncated file, a bad header, wrong types, or offsets and shapes that
-// disagree.
+// truncated file, a bad header, wrong types, offsets and shapes that
+// disagree, or byte ranges that do not tile the data exactly (overlaps, holes).
 std::map<std::string, TensorView> read_safetensors(const std::byte* bytes, std::size_t size,
                                                    const std::string& where);
 

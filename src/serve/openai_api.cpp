@@ -13,7 +13,11 @@ namespace {
 constexpr std::array<std::string_view, 16> kKnownFields = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream",
     "stream_options", "ignore_eos", "n", "best_of", "logprobs", "echo", "user"};
+// OpenAI allows at most 4 stop sequences and documents no length; each is
+// matched against every token's text, so a bound keeps one request's cost
+// small. 256 bytes is far past any real stop string ("\n\n", "###", "</s>").
 constexpr int kMaxStops = 4;
+constexpr std::size_t kMaxStopBytes = 256;
 
 ApiError bad_request(std::string param, const std::string& message) {
     return ApiError(400, "invalid_request_error", std::move(param), message);
@@ -86,19 +90,27 @@ void read_sampling(const JsonObject& o, CompletionRequest& r, const ApiLimits& l
     field("ignore_eos", [&] { r.ignore_eos = o.bool_or("ignore_eos", false); });
 }
 
+// One stop string, refused past kMaxStopBytes.
+std::string stop_string(const Json& j, const std::string& where) {
+    std::string s = json_string(j, where);
+    if (s.size() > kMaxStopBytes)
+        fail("{} is {} bytes long; a stop string may be at most {} bytes", where, s.size(), kMaxStopBytes);
+    return s;
+}
+
 void read_stop(const JsonObject& o, CompletionRequest& r) {
     const Json* s = o.find("stop");
     if (!s) return;
     field("stop", [&] {
         if (s->is_string()) {
-            r.stop = {s->get<std::string>()};
+            r.stop = {stop_string(*s, "request: stop")};
             return;
         }
         const Json& a = json_array(*s, "request: stop (a string or an array of strings)");
         if (a.size() > std::size_t(kMaxStops))
             fail("request: stop holds {} strings; at most {} are allowed", a.size(), kMaxStops);
         for (std::size_t i = 0; i < a.size(); ++i)
-            r.stop.push_back(json_string(a[i], "request: stop[" + std::to_string(i) + "]"));
+            r.stop.push_back(stop_string(a[i], "request: stop[" + std::to_string(i) + "]"));
     });
 }
 

@@ -247,6 +247,22 @@ def mk_offsets_size_mismatch(d):
     return write_raw(d, cfg, hf_models.serialize_safetensors(header, data))
 
 
+def mk_offsets_overlap(d):
+    # the case: a tensor's range starts inside the earlier one's
+    cfg, header, data = st_parts(d)
+    first = header["model.layers.0.input_layernorm.weight"]
+    later = header["model.layers.1.input_layernorm.weight"]  # same shape, further into the data
+    n = later["data_offsets"][1] - later["data_offsets"][0]
+    later["data_offsets"] = [first["data_offsets"][0] + 4, first["data_offsets"][0] + 4 + n]
+    return write_raw(d, cfg, hf_models.serialize_safetensors(header, data))
+
+
+def mk_offsets_hole(d):
+    # an extra 16 bytes at the very end that no tensor claims
+    cfg, header, data = st_parts(d)
+    return write_raw(d, cfg, hf_models.serialize_safetensors(header, data + bytes(16)))
+
+
 def mk_dtype(dt, elem):
     def f(d):
         cfg, t = tensors_llama()
@@ -423,6 +439,9 @@ CASES = [
     ("offsets_past_end", mk_offsets_past_end, "info", [],
      r"truncat|past the end|beyond|exceeds|out of bounds|offset"),
     ("offsets_size_mismatch", mk_offsets_size_mismatch, "info", [], r"size|shape|offset|bytes"),
+    ("offsets_overlap", mk_offsets_overlap, "info", [], r"model\.layers\.0\.input_layernorm.*overlap"),
+    ("offsets_overlap_gen", mk_offsets_overlap, "generate", [], r"overlap"),
+    ("offsets_trailing_bytes", mk_offsets_hole, "info", [], r"16 bytes .*belong to no tensor"),
     ("dtype_f64", mk_dtype("F64", 8), "info", [], r"dtype"),
     ("dtype_i8", mk_dtype("I8", 1), "info", [], r"dtype"),
     ("shape_mismatch", mk_shape_mismatch, "info", [], r"shape"),

@@ -90,6 +90,13 @@ TEST_CASE("serve.http.request") {
         CHECK(refusal(R"({"prompt": [1, 300]})") == std::pair<int, std::string>{400, "prompt"});
         CHECK(refusal(R"({"prompt": "hi", "max_tokens": 0})") == std::pair<int, std::string>{400, "max_tokens"});
         CHECK(refusal(R"({"prompt": "hi", "stop": [1]})") == std::pair<int, std::string>{400, "stop"});
+        // OpenAI's limits: at most 4 stop strings, each bounded (256 bytes here)
+        CHECK(refusal(R"({"prompt": "hi", "stop": ["a", "b", "c", "d"]})").first == 200);
+        CHECK(refusal(R"({"prompt": "hi", "stop": ["a", "b", "c", "d", "e"]})") == std::pair<int, std::string>{400, "stop"});
+        const std::string s256(256, 'x'), s257(257, 'x');
+        CHECK(refusal(R"({"prompt": "hi", "stop": ")" + s256 + R"("})").first == 200);
+        CHECK(refusal(R"({"prompt": "hi", "stop": ")" + s257 + R"("})") == std::pair<int, std::string>{400, "stop"});
+        CHECK(refusal(R"({"prompt": "hi", "stop": ["a", ")" + s257 + R"("]})") == std::pair<int, std::string>{400, "stop"});
         CHECK(refusal(R"({"prompt": "hi", "mystery": 1})") == std::pair<int, std::string>{400, "mystery"});
     }
     SUBCASE("prompt plus max_tokens must fit the context: P + n - 1 <= 64") {

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sandbox_work import sandbox_work
+
 CRASH_PRELUDE = """// fake student: crashes in every exercise function
 #include <cstdlib>
 static int* volatile pdlab_fake_null = nullptr;
@@ -62,7 +64,7 @@ def main():
     a = ap.parse_args()
     kit = Path(a.kit).resolve()
     a.grader = str(Path(a.grader).resolve())
-    a.work = str(Path(a.work).resolve())
+    a.work = str(sandbox_work(a.work))
     lab = pick_lab(kit, a.lab)
     if lab is None:
         print("no lab has solutions/<track>/<lab>/rubric.json yet: skipped")

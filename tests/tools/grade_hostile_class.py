@@ -51,6 +51,7 @@ from pathlib import Path
 
 from grade_fake_class import fail, pick_lab
 import forgers
+from sandbox_work import sandbox_work
 import hardcoder
 
 MARKER = "pdlab_hostile_linger"
@@ -229,7 +230,7 @@ def main():
             shutil.rmtree(subs / name)
         out = tmp / "grades"
         cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", lab.name.split("-")[0], "--kit", str(kit),
-               "--out", str(out), "--work", str(Path(a.work).resolve()), "--timeout", "10", "--mem-mb", "512",
+               "--out", str(out), "--work", str(sandbox_work(a.work)), "--timeout", "10", "--mem-mb", "512",
                "--jobs", "2", "--threads", "1", "--seed", "12345"]
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()

@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sandbox_work import closed_folder, sandbox_work
+
 
 def run(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
@@ -58,6 +60,14 @@ def main():
         expect(g + [str(tmp / "class"), "--lab", "03", "--kit", str(tmp)], 2, "not the lab kit")
         if os.geteuid() == 0:  # root runs sandboxes as --sandbox-uid, which cannot enter tmp (0700)
             expect(g + [str(tmp / "class"), "--lab", "03", "--work", str(tmp / "work")], 2, "cannot pass through")
+            # ... so the grader tests (grade_fake_class, grade_hostile_class) swap such a --work for
+            # a folder of their own the sandbox can reach (a clone under a mode-700 folder, issue 36)
+            stand_in = sandbox_work(tmp / "kit" / "build" / "grade-work")
+            if closed_folder(stand_in) is not None:
+                print(f"FAIL: the stand-in work folder {stand_in} is closed at {closed_folder(stand_in)}",
+                      file=sys.stderr)
+                return 1
+            stand_in.rmdir()
 
         # A fake kit: a lab with a solution but no rubric, then with a bad one.
         fake = tmp / "fakekit"

@@ -88,6 +88,20 @@ TEST_CASE("engine.safetensors.refuses_broken_files") {
     expect("past the end");
     write_st(d / "model.safetensors", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
     expect("should take 12 bytes");
+    // the ranges must tile the data: no overlap, no hole, no bytes left over
+    write_st(d / "model.safetensors",
+             R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
+    expect(R"(tensors "a" and "b" overlap)");
+    write_st(d / "model.safetensors",
+             R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12);
+    expect(R"(bytes [4, 8) of the data belong to no tensor (a hole between tensor "a" and tensor "b"))");
+    write_st(d / "model.safetensors", R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8);
+    expect(R"(bytes [0, 4) of the data belong to no tensor (a hole before tensor "b"))");
+    write_st(d / "model.safetensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8);
+    expect(R"(the last 4 bytes of the data belong to no tensor (after tensor "a"))");
+    write_st(d / "model.safetensors", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
+             R"("b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"c":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8);
+    CHECK(Checkpoint::open(d).tensors().size() == 3);  // an empty tensor between two others is fine
     write_st(d / "model.safetensors", R"({"w":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", 4);
     Checkpoint ck = Checkpoint::open(d);  // readable, but not convertible
     float out[4];
