@@ -69,6 +69,7 @@ int group_size(Precision p) {
 }
 
 int quantized_max(Precision p) { return is_int8(p) ? kInt8Max : is_int4(p) ? kInt4Max : 0; }
+int x_quantized_max(Precision p) { return is_int8(p) ? kInt16Max : is_int4(p) ? kInt8Max : 0; }
 
 int weight_bits(Precision p) { return p == Precision::f32 ? 32 : p == Precision::bf16 ? 16 : is_int8(p) ? 8 : 4; }
 
@@ -324,10 +325,10 @@ static void reserve_x_scratch(int in) {
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
     PanelJob j{&L, x, M, y};
     if (L.precision == Precision::f32) return run_panels(j, panel_products);
-    if (is_quantized(L.precision)) {  // x rounded to int16 per group: the kernel multiplies integers
+    if (is_quantized(L.precision)) {  // x rounded to integers per group: the kernel multiplies integers
         const Int16XScratch xq = x_int16_scratch(L.in);
         j.ldx = L.n_groups() * group_size(L.precision);
-        quantize_x_int16(x, M, L.in, group_size(L.precision), xq.x, j.ldx, xq.scales);
+        quantize_x_int16(x, M, L.in, group_size(L.precision), x_quantized_max(L.precision), xq.x, j.ldx, xq.scales);
         j.x_int16 = xq.x;
         j.x_scales = xq.scales;
 #if defined(__x86_64__)

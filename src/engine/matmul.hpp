@@ -34,6 +34,10 @@ bool is_int4(Precision p);
 bool is_quantized(Precision p);           // int8 or int4: integers and per-group scales
 int group_size(Precision p);              // G for int8 and int4, 0 otherwise
 int quantized_max(Precision p);           // q in [-max, max]: 127 for int8, 7 for int4, 0 otherwise
+// The decode kernel's x in [-max, max] per group: 32767 (int16) for int8
+// weights, 127 (int8) for int4's, so that AVX-512 VNNI can multiply four
+// bytes per lane (panel_quantized_avx512.cpp); 0 for f32 and bf16.
+int x_quantized_max(Precision p);
 int weight_bits(Precision p);             // of one stored value: 32, 16, 8 or 4
 double bytes_per_weight(Precision p);     // the same in bytes: 4, 2, 1 or 0.5 (scales apart)
 // Bytes of an (out, in) matrix as stored, scales included: ceil(in * bits / 8)

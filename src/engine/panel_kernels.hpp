@@ -20,7 +20,8 @@ struct PanelJob {
     const std::uint32_t* x_hi = nullptr;
     const std::uint32_t* x_lo = nullptr;
     int ldx = 0;  // also int8's and int4's: the row stride of x_int16, n_groups * G
-    // int8 and int4 only: x rounded to int16 per group (quantize_activations), (M, ldx)
+    // int8 and int4 only: x rounded to integers per group (quantize_activations; int16
+    // storage, in [-x_quantized_max, x_quantized_max]), (M, ldx)
     // zero past K, and its scales, (M, n_groups).
     const std::int16_t* x_int16 = nullptr;
     const float* x_scales = nullptr;
@@ -34,18 +35,19 @@ void panel_products(const PanelJob& job, int first, int last);
 // kernel of the chosen instruction set, on x_int16 and x_scales.
 void panel_products_quantized(const PanelJob& job, int first, int last);
 
-// x (M, K) -> xq (M, ldx) int16 in groups of G, zero from K to ldx, and
-// scales (M, ceil(K / G)): quantize_activations (quantize.hpp) with SIMD, for
-// panel_products_quantized's x_int16 and x_scales.
-void quantize_x_int16(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales);
+// x (M, K) -> xq (M, ldx) int16 in [-max_q, max_q] in groups of G, zero from
+// K to ldx, and scales (M, ceil(K / G)): quantize_activations (quantize.hpp)
+// with SIMD, for panel_products_quantized's x_int16 and x_scales; max_q is
+// x_quantized_max of the weights' precision.
+void quantize_x_int16(const float* x, int M, int K, int G, int max_q, std::int16_t* xq, int ldx, float* scales);
 
 // The same with vdpbf16ps, for bf16 weights where use_avx512_bf16(); needs
 // x_hi/x_lo from split_x_avx512_bf16. x86 builds only.
 void panel_products_avx512_bf16(const PanelJob& job, int first, int last);
 
-// The same as panel_products_quantized with AVX-512 VNNI's vpdpwssd, for
-// int8 and int4 weights where use_avx512_vnni(); the same integer sums. x86
-// builds only.
+// The same as panel_products_quantized with AVX-512 VNNI (vpdpwssd for int8,
+// vpdpbusd for int4), for int8 and int4 weights where use_avx512_vnni(); the
+// same integer sums. x86 builds only.
 void panel_products_avx512_vnni(const PanelJob& job, int first, int last);
 
 // x (M, K) f32 -> hi, lo (M, Kp) bf16 with hi + lo ~ x to about 2^-16 (lo

@@ -25,6 +25,12 @@
 // right by 4 is its high nibble, shifted left then right by 12 its low one
 // (both arithmetic, so the nibbles come out signed).
 //
+// int4's x is rounded to 127 levels a side instead of 32767 (x_quantized_max,
+// matmul.hpp): the same int16 lanes here, but the AVX-512 VNNI kernel can
+// then multiply four bytes per lane. Its error, 1/254 of the group's largest
+// |x|, is 1/18 of the int4 weights' own (1/14 of theirs), so it adds almost
+// nothing to int4's.
+//
 // Overflow: |q| <= 127 and |x_q| <= 32767, so one pair adds at most 2^23 and a
 // group of G <= 128 inputs (64 pairs) at most 2^29 to an int32 lane.
 // Numbers and method: labs/track3/12-quantization/README.md.
@@ -200,7 +206,7 @@ void panels_quantized(const PanelJob& j, int first, int last) {
 // rounded to nearest even, so the same integers. A scalar loop spent more time
 // here than the kernel on the weights (nearbyintf is a libm call per value).
 // A group holding NaN or inf gets a NaN scale, which reaches the output.
-void QuantizeXInt16(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales) {
+void QuantizeXInt16(const float* x, int M, int K, int G, int max_q, std::int16_t* xq, int ldx, float* scales) {
     const D d;
     const hn::RebindToSigned<D> di;
     const hn::Rebind<std::int16_t, decltype(di)> d16;
@@ -219,14 +225,14 @@ void QuantizeXInt16(const float* x, int M, int K, int G, std::int16_t* xq, int l
             }
             float amax = LaneMax(d, vmax), check = LaneSum(d, finite);
             for (int t = i; t < n; t++) amax = std::max(amax, std::fabs(xm[first + t])), check += xm[first + t] * 0.0f;
-            const float scale = check == 0.0f ? amax / 32767.0f : std::numeric_limits<float>::quiet_NaN();
+            const float scale = check == 0.0f ? amax / float(max_q) : std::numeric_limits<float>::quiet_NaN();
             const float inv = scale > 0 ? 1.0f / scale : 0.0f;
             for (i = 0; i + N <= n; i += N) {
                 const auto r = hn::NearestInt(hn::Mul(hn::LoadU(d, xm + first + i), hn::Set(d, inv)));
                 hn::StoreU(hn::DemoteTo(d16, r), d16, qm + first + i);
             }
             for (int t = i; t < n; t++)
-                qm[first + t] = std::int16_t(std::fmin(std::fmax(std::nearbyint(xm[first + t] * inv), -32767.0f), 32767.0f));
+                qm[first + t] = std::int16_t(std::fmin(std::fmax(std::nearbyint(xm[first + t] * inv), -float(max_q)), float(max_q)));
             scales[std::size_t(m) * groups + g] = scale;
         }
         std::fill(qm + K, qm + ldx, std::int16_t(0));
@@ -248,9 +254,9 @@ namespace pd {
 HWY_EXPORT(PanelProductsQuantized);
 HWY_EXPORT(QuantizeXInt16);
 
-void quantize_x_int16(const float* x, int M, int K, int G, std::int16_t* xq, int ldx, float* scales) {
+void quantize_x_int16(const float* x, int M, int K, int G, int max_q, std::int16_t* xq, int ldx, float* scales) {
     kernel_isa();
-    HWY_DYNAMIC_DISPATCH(QuantizeXInt16)(x, M, K, G, xq, ldx, scales);
+    HWY_DYNAMIC_DISPATCH(QuantizeXInt16)(x, M, K, G, max_q, xq, ldx, scales);
 }
 
 void panel_products_quantized(const PanelJob& job, int first, int last) {

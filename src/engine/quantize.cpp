@@ -21,7 +21,7 @@ float quantize_group(const float* w, int n, std::int8_t* q, int max_q) {
     return scale;
 }
 
-void quantize_activations(const float* x, int n, int group, std::int16_t* q, float* scales) {
+void quantize_activations(const float* x, int n, int group, std::int16_t* q, float* scales, int max_q) {
     for (int g = 0; g * group < n; g++) {
         const int first = g * group, count = std::min(group, n - first);
         float max_abs = 0;
@@ -29,11 +29,11 @@ void quantize_activations(const float* x, int n, int group, std::int16_t* q, flo
             const float a = std::fabs(x[first + i]);
             if (a > max_abs || std::isnan(a)) max_abs = a;  // a NaN sticks: nothing compares above it
         }
-        const float scale = max_abs / kInt16Max, inv = scale > 0 ? 1.0f / scale : 0.0f;
+        const float scale = max_abs / float(max_q), inv = scale > 0 ? 1.0f / scale : 0.0f;
         for (int i = 0; i < count; i++) {
             // fmin/fmax, not clamp: they turn a NaN into a bound, never into an undefined cast.
             const float r = std::nearbyint(x[first + i] * inv);
-            q[first + i] = std::int16_t(std::fmin(std::fmax(r, -float(kInt16Max)), float(kInt16Max)));
+            q[first + i] = std::int16_t(std::fmin(std::fmax(r, -float(max_q)), float(max_q)));
         }
         scales[g] = scale;
     }

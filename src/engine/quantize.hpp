@@ -47,11 +47,13 @@ QuantizedMatrix quantize_rows(const float* w, int rows, int cols, int group, int
 std::vector<float> dequantize_rows(const QuantizedMatrix& m);
 
 // x (n) -> q (n) int16 and scales (ceil(n / group)), in groups of `group`,
-// the same groups as the weights': s = max |x| over the group / 32767,
-// q = round(x / s). Each x comes back as q * s within s / 2, 2^-16 of its
-// group's largest |x|: 256 times finer than the weights' int8 steps, so the
-// product's error stays the weights' (see panel_quantized.cpp). A NaN in a group
+// the same groups as the weights': s = max |x| over the group / max_q,
+// q = round(x / s). Each x comes back as q * s within s / 2: with max_q =
+// 32767 (int8 weights), 2^-16 of its group's largest |x|, 256 times finer
+// than the weights' int8 steps, so the product's error stays the weights'
+// (see panel_quantized.cpp); int4 weights take max_q = 127, still 18 times
+// finer than their own steps (x_quantized_max, matmul.hpp). A NaN in a group
 // makes its scale NaN, so that it reaches the output as in f32.
-void quantize_activations(const float* x, int n, int group, std::int16_t* q, float* scales);
+void quantize_activations(const float* x, int n, int group, std::int16_t* q, float* scales, int max_q = kInt16Max);
 
 }  // namespace pd

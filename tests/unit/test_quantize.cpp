@@ -37,13 +37,13 @@ std::vector<float> product_double(const std::vector<float>& x, const std::vector
 
 float round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
 
-// x (M, K) as the decode kernel sees it: each row rounded to int16 in groups
-// of G (quantize_activations), back in f32.
-std::vector<float> round_x_int16(const std::vector<float>& x, int M, int K, int G) {
+// x (M, K) as the decode kernel sees it: each row rounded to integers in
+// [-max_q, max_q] in groups of G (quantize_activations), back in f32.
+std::vector<float> round_x_int(const std::vector<float>& x, int M, int K, int G, int max_q) {
     std::vector<float> seen(x.size()), scales(std::size_t((K + G - 1) / G));
     std::vector<std::int16_t> q(static_cast<std::size_t>(K));
     for (int m = 0; m < M; m++) {
-        quantize_activations(&x[std::size_t(m) * K], K, G, q.data(), scales.data());
+        quantize_activations(&x[std::size_t(m) * K], K, G, q.data(), scales.data(), max_q);
         for (int k = 0; k < K; k++) seen[std::size_t(m) * K + k] = float(q[k]) * scales[k / G];
     }
     return seen;
@@ -67,7 +67,7 @@ void check_quantized_linear(const std::vector<int>& Ms, int K, int N, Precision 
             for (auto& v : w_seen) v = round_bf16(v);
             for (auto& v : x_seen) v = round_bf16(v);
         } else {
-            x_seen = round_x_int16(x, M, K, G);
+            x_seen = round_x_int(x, M, K, G, x_quantized_max(p));
         }
         std::vector<float> got(std::size_t(M) * N);
         linear_forward(L, x.data(), M, got.data());
@@ -109,29 +109,31 @@ TEST_CASE("engine.quantize.round_trip_within_half_a_step") {
 }
 
 TEST_CASE("engine.quantize.activations_within_half_a_step") {
-    // x rounded to int16 per group, as the decode kernel takes it: a zero
-    // group, a group whose largest |x| is negative, a short last group.
-    for (int G : {32, 64, 128})
-        for (int n : {7, 100, 688}) {
-            auto x = randn(std::size_t(n), 71, 3.0f);
-            std::fill(x.begin(), x.begin() + std::min(G, n), 0.0f);
-            x.back() = -50.0f;
-            std::vector<std::int16_t> q(static_cast<std::size_t>(n));
-            std::vector<float> scales(std::size_t((n + G - 1) / G));
-            quantize_activations(x.data(), n, G, q.data(), scales.data());
-            std::size_t bad = 0;
-            // In double, so that only the quantizer's own f32 rounding of x / s
-            // (a few ulps of x: up to 32767 steps, not 127) adds to the half step.
-            for (int k = 0; k < n; k++) {
-                const double s = scales[k / G], err = std::fabs(x[k] - double(q[k]) * s);
-                bad += !(err <= 0.5 * s + std::ldexp(std::fabs(x[k]), -21)) || std::abs(q[k]) > kInt16Max;
+    // x rounded per group, as the decode kernel takes it (int16 levels for
+    // int8 weights, int8 levels for int4's): a zero group, a group whose
+    // largest |x| is negative, a short last group.
+    for (int max_q : {kInt16Max, kInt8Max})
+        for (int G : {32, 64, 128})
+            for (int n : {7, 100, 688}) {
+                auto x = randn(std::size_t(n), 71, 3.0f);
+                std::fill(x.begin(), x.begin() + std::min(G, n), 0.0f);
+                x.back() = -50.0f;
+                std::vector<std::int16_t> q(static_cast<std::size_t>(n));
+                std::vector<float> scales(std::size_t((n + G - 1) / G));
+                quantize_activations(x.data(), n, G, q.data(), scales.data(), max_q);
+                std::size_t bad = 0;
+                // In double, so that only the quantizer's own f32 rounding of x / s
+                // (a few ulps of x: up to 32767 steps) adds to the half step.
+                for (int k = 0; k < n; k++) {
+                    const double s = scales[k / G], err = std::fabs(x[k] - double(q[k]) * s);
+                    bad += !(err <= 0.5 * s + std::ldexp(std::fabs(x[k]), -21)) || std::abs(q[k]) > max_q;
+                }
+                INFO(fmt::format("max_q={} G={} n={}: every x must come back within half its group's scale "
+                                 "(s = max|x| / max_q), q in [-max_q, max_q]; {} do not", max_q, G, n, bad));
+                CHECK(bad == 0);
+                if (n > G) CHECK(scales[0] == 0.0f);  // an all-zero group: scale 0, no 0/0
+                CHECK(q.back() == -max_q);            // the group's largest |x| is +-max_q exactly
             }
-            INFO(fmt::format("G={} n={}: every x must come back within half its group's scale "
-                             "(s = max|x| / 32767), q in [-32767, 32767]; {} do not", G, n, bad));
-            CHECK(bad == 0);
-            if (n > G) CHECK(scales[0] == 0.0f);  // an all-zero group: scale 0, no 0/0
-            CHECK(q.back() == -kInt16Max);        // the group's largest |x| is +-32767 exactly
-        }
     // A NaN in x must reach the output, as it would in f32.
     std::vector<float> x(64, 1.0f);
     x[5] = std::nanf("");
@@ -170,7 +172,7 @@ TEST_CASE("engine.quantize.vnni_kernel_equals_portable_kernel") {
                     const int ldx = L.n_groups() * G;
                     std::vector<std::int16_t> xq(std::size_t(M) * ldx);
                     std::vector<float> scales(std::size_t(M) * L.n_groups());
-                    quantize_x_int16(x.data(), M, K, G, xq.data(), ldx, scales.data());
+                    quantize_x_int16(x.data(), M, K, G, x_quantized_max(p), xq.data(), ldx, scales.data());
                     std::vector<float> portable(std::size_t(M) * N), vnni(portable.size());
                     PanelJob j{&L, x.data(), M, portable.data()};
                     j.ldx = ldx, j.x_int16 = xq.data(), j.x_scales = scales.data();
