@@ -1,7 +1,9 @@
 // Lab 09: prefill and decode on different workers, the KV cache moved between
 // them over MPI, against both on one worker.
 //
-//   mpirun -n 3 --oversubscribe build/labs/track2/09-disaggregation/09-disaggregation --prefill 1 --decode 1
+//   ./kit run 09 --prefill 1 --decode 1
+//
+// which starts it under mpirun (mpirun.sh: mpirun -n 1+P+D --oversubscribe this-program ...).
 //
 // Rank 0 (the router) prints everything:
 //   [1] your four functions tried once (a missing one stops every rank, exit 3)
@@ -257,8 +259,8 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     const ModeSummary cs = summarize(co.timings, co.duration_s, long_from);
 
     if (mpi.size() < 2) {
-        std::printf("\n[3] disaggregated: needs workers. Run it under MPI, e.g.\n"
-                    "      mpirun -n 3 --oversubscribe %s --prefill 1 --decode 1\n", "build/labs/track2/09-disaggregation/09-disaggregation");
+        std::printf("\n[3] disaggregated: needs workers, one MPI rank each. ./kit run 09 starts them under mpirun;\n"
+                    "    by hand: mpirun -n 3 --oversubscribe %s --prefill 1 --decode 1\n", "build/labs/track2/09-disaggregation/09-disaggregation");
         std::printf("\n  mode            TTFT p50      p99  ITL p50      p99  p99 long arriving  p99 none arriving  tok/s\n");
         print_mode("colocated", cs);
         return lab::finish(true);
@@ -370,8 +372,9 @@ int main(int argc, char** argv) {
         "some long ones, streaming answers) both ways, with YOUR packing and transfer schedule\n"
         "(exercise.cpp), and prints the KV bytes moved, what moving them cost, the ITL with and\n"
         "without long prompts arriving, and a link model of when splitting pays. Run it with\n"
-        "  mpirun -n 3 --oversubscribe <this program> --prefill 1 --decode 1\n"
-        "(alone it runs the colocated half). CSVs go into --out; plot.py draws them.",
+        "  ./kit run 09 --prefill 1 --decode 1\n"
+        "which starts 1 + P + D ranks under mpirun (mpirun.sh shows how); alone, without\n"
+        "mpirun, it runs the colocated half. CSVs go into --out; plot.py draws them.",
         "09-disaggregation");
     cli::add_common(&app, o.lab);
     app.add_option("--prefill", o.prefill, "prefill workers (MPI ranks 1..P)")->check(CLI::Range(1, 64))->capture_default_str();
