@@ -15,7 +15,7 @@ StepCost fit_step_cost(std::span<const StepSample> samples) {
     (void)samples;
     TODO_EXERCISE(
         "README, task 1 (and exercise.hpp): the means of tokens and ms, then the two sums of the slope; "
-        "then rules a (one token count), b (a negative slope) and c (a negative intercept), in that order");
+        "then rules a (one token count), b (a slope of 0 or less) and c (a negative intercept), in that order");
 }
 
 int budget_for_target(const StepCost& cost, double target_ms, int lo, int hi) {

@@ -44,16 +44,18 @@ struct StepCost {
 // and known = true. The rules for samples a line cannot describe:
 //   a. fewer than two distinct token counts (none, one, or all the same x):
 //      known = false, both numbers 0;
-//   b. a negative slope (noise: a slow decode step among fast big ones):
-//      per_token_ms = 0, weights_ms = mean y (no size is cheaper than another);
-//   c. a negative intercept (after b): weights_ms = 0 and the line through the
-//      origin, per_token_ms = sum(x y) / sum(x^2).
+//   b. a slope of 0 or less (noise: a slow small step among fast big ones):
+//      known = false, both numbers 0. A bigger step never costs less; a line
+//      that says so would send the next step to the largest budget;
+//   c. a negative intercept: weights_ms = 0 and the line through the origin,
+//      per_token_ms = sum(x y) / sum(x^2).
 StepCost fit_step_cost(std::span<const StepSample> samples);
 
 // Task 2: the largest budget in [lo, hi] whose predicted step time,
 // weights_ms + budget * per_token_ms, is at most target_ms:
 //   - cost not known: lo (the safe step; it also gives the fit a new x);
-//   - per_token_ms == 0: hi (every size costs the same);
+//   - per_token_ms == 0 (every size costs weights_ms): hi when weights_ms is
+//     within the target, else lo;
 //   - even lo is predicted over the target: lo (the target cannot be held;
 //     the smallest step comes closest).
 // Bad arguments are the caller's mistake: target_ms <= 0 (or not a number),

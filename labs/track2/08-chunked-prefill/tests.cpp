@@ -47,7 +47,7 @@ StepCost expected_fit(const std::vector<StepSample>& v) {
     }
     if (sxx == 0) return {};
     const double b = sxy / sxx;
-    if (b < 0) return {my, 0, true};
+    if (b <= 0) return {};
     if (my - b * mx < 0) return {0, xy / x2, true};
     return {my - b * mx, b, true};
 }
@@ -56,7 +56,7 @@ StepCost expected_fit(const std::vector<StepSample>& v) {
 // rule without the algebra.
 int expected_budget(const StepCost& c, double target, int lo, int hi) {
     if (!c.known) return lo;
-    if (c.per_token_ms == 0) return hi;
+    if (c.per_token_ms == 0) return c.weights_ms <= target ? hi : lo;
     int b = hi;
     const double top = std::floor((target - c.weights_ms) / c.per_token_ms);
     if (top < b) b = int(std::max(top, double(lo) - 1));
@@ -118,10 +118,12 @@ TEST_CASE("lab08.fit.what_a_line_cannot_describe") {
     check_fit({}, "no samples (rule a)");
     check_fit({{7, 12}}, "one sample (rule a)");
     check_fit({{7, 12}, {7, 14}, {7, 9}}, "one token count (rule a)");
-    const StepCost flat = fit_step_cost(std::vector<StepSample>{{4, 30}, {300, 10}, {4, 20}});
-    CHECK_MESSAGE((flat.known && flat.per_token_ms == 0 && close(flat.weights_ms, 20)),
-                  "a negative slope (rule b): per_token_ms 0, weights_ms the mean, 20; yours "
-                      << flat.weights_ms << " + " << flat.per_token_ms);
+    const StepCost falling = fit_step_cost(std::vector<StepSample>{{4, 30}, {300, 10}, {4, 20}});
+    CHECK_MESSAGE(!falling.known, "a negative slope (rule b): not known; yours known, "
+                                      << falling.weights_ms << " + " << falling.per_token_ms);
+    const StepCost flat = fit_step_cost(std::vector<StepSample>{{4, 20}, {300, 20}});
+    CHECK_MESSAGE(!flat.known, "a slope of exactly 0 (rule b): not known; yours known, "
+                                   << flat.weights_ms << " + " << flat.per_token_ms);
     check_fit({{4, 30}, {300, 10}, {4, 20}}, "negative slope (rule b)");
     const StepCost origin = fit_step_cost(std::vector<StepSample>{{10, 1}, {20, 4}});
     CHECK_MESSAGE((origin.known && origin.weights_ms == 0 && close(origin.per_token_ms, 90.0 / 500)),
@@ -147,7 +149,8 @@ TEST_CASE("lab08.budget.hand_worked") {
         {"target 12 ms: even lo 8 takes 14 ms, so lo", {budget_for_target(c, 12, 8, 512), 8}},
         {"target 5 ms, below the weights alone: lo", {budget_for_target(c, 5, 8, 512), 8}},
         {"cost not known: lo", {budget_for_target({}, 60, 8, 512), 8}},
-        {"per_token_ms 0: hi", {budget_for_target({10, 0, true}, 60, 8, 512), 512}},
+        {"per_token_ms 0, weights within the target: hi", {budget_for_target({10, 0, true}, 60, 8, 512), 512}},
+        {"per_token_ms 0, weights over the target: lo", {budget_for_target({70, 0, true}, 60, 8, 512), 8}},
         {"a target far above the line: hi, no overflow", {budget_for_target({0, 1e-12, true}, 1e6, 1, 1 << 30), 1 << 30}},
     };
     for (const auto& [what, v] : cases) {

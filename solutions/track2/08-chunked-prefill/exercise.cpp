@@ -22,8 +22,8 @@ StepCost fit_step_cost(std::span<const StepSample> samples) {
     // Rule a: one token count says nothing about the slope.
     if (sxx == 0) return {};
     const double slope = sxy / sxx;
-    // Rule b: noise made bigger steps look cheaper: call every size the same.
-    if (slope < 0) return {mean_y, 0, true};
+    // Rule b: noise made bigger steps look no dearer: no line to trust.
+    if (slope <= 0) return {};
     const double intercept = mean_y - slope * mean_x;
     if (intercept >= 0) return {intercept, slope, true};
     // Rule c: no step costs less than nothing: the line through the origin.
@@ -37,7 +37,7 @@ int budget_for_target(const StepCost& cost, double target_ms, int lo, int hi) {
     if (lo < 1) fail("the smallest budget must be at least 1 token, got {}", lo);
     if (lo > hi) fail("the smallest budget {} is above the largest {}", lo, hi);
     if (!cost.known) return lo;
-    if (cost.per_token_ms == 0) return hi;
+    if (cost.per_token_ms == 0) return cost.weights_ms <= target_ms ? hi : lo;
     // Solve weights + B * per_token <= target for the largest whole B, in
     // doubles first: a target far above the line overflows an int.
     const double fits = std::floor((target_ms - cost.weights_ms) / cost.per_token_ms);
