@@ -17,6 +17,7 @@
 //   [4] budgets.csv in --out, drawn by plot.py
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -312,6 +313,7 @@ void check_options(const Options& o, int context) {
     if (o.prompt_len + o.newcomer_tokens > context)
         fail("--prompt-len {} + --newcomer-tokens {} do not fit the model's context of {} positions", o.prompt_len,
              o.newcomer_tokens, context);
+    if (!std::isfinite(o.slo_ms)) fail("--slo-ms {}: give the target in ms (0: 4 decode steps, measured)", o.slo_ms);
     if (o.slo_ms == 0 && o.arrive_after < 2)
         fail("--slo-ms 0 takes the target from the streams' decode steps before the prompt arrives: give "
              "--arrive-after 2 or more, or a target in ms with --slo-ms");
