@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-#include <deque>
 #include <functional>
 #include <vector>
 
@@ -25,7 +24,9 @@ class SloBudgetPolicy final : public pd::serve::StepPolicy {
 public:
     using Clock = std::function<double()>;  // milliseconds, monotonic (a test passes a fake one)
 
-    SloBudgetPolicy(const SloOptions& o, Clock now_ms) : o_(o), now_ms_(std::move(now_ms)) {}
+    SloBudgetPolicy(const SloOptions& o, Clock now_ms) : o_(o), now_ms_(std::move(now_ms)) {
+        samples_.reserve(std::size_t(o.window) + 1);  // the window never allocates while serving
+    }
 
     void retire(const pd::serve::SchedulerState& s, std::vector<int>& out) override { planner_.retire(s, out); }
     void admit(const pd::serve::SchedulerState& s, const pd::serve::StepLimits& lim, std::vector<int>& out) override {
@@ -39,12 +40,11 @@ public:
         const double now = now_ms_();
         if (last_tokens_ > 0) {
             samples_.push_back({last_tokens_, now - last_start_ms_});
-            if (int(samples_.size()) > o_.window) samples_.pop_front();
+            if (int(samples_.size()) > o_.window) samples_.erase(samples_.begin());
         }
         last_start_ms_ = now;
-        const std::vector<StepSample> window(samples_.begin(), samples_.end());
         pd::serve::StepLimits mine = lim;
-        mine.max_tokens_per_step = budget_for_target(fit_step_cost(window), o_.aim * o_.target_ms, o_.lo,
+        mine.max_tokens_per_step = budget_for_target(fit_step_cost(samples_), o_.aim * o_.target_ms, o_.lo,
                                                      std::min(o_.hi, lim.max_tokens_per_step));
         planner_.build_batch(s, mine, out);
         last_tokens_ = 0;
@@ -52,13 +52,13 @@ public:
         budgets.push_back(mine.max_tokens_per_step);
     }
 
-    std::vector<int> budgets;  // the budget of every step so far
+    std::vector<int> budgets;  // the budget of every step so far (for the program's report and the tests)
 
 private:
     SloOptions o_;
     Clock now_ms_;
     pd::serve::ContinuousBatching planner_;
-    std::deque<StepSample> samples_;
+    std::vector<StepSample> samples_;  // the last `window` steps, oldest first
     int last_tokens_ = 0;
     double last_start_ms_ = 0;
 };
