@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
         "a prefill worker to a decode worker. This program runs one mixed trace (short prompts and\n"
         "some long ones, streaming answers) both ways, with YOUR packing and transfer schedule\n"
         "(exercise.cpp), and prints the KV bytes moved, what moving them cost, the ITL with and\n"
-        "without long prompts arriving, and a link model of when splitting pays. Run it with\n"
+        "without long prompts arriving, and YOUR model of when splitting pays. Run it with\n"
         "  ./kit run 09 --prefill 1 --decode 1\n"
         "which starts 1 + P + D ranks under mpirun (mpirun.sh shows how); alone, without\n"
         "mpirun, it runs the colocated half. CSVs go into --out; plot.py draws them.",
