@@ -12,7 +12,9 @@ without going through ./kit itself (which would rebuild):
                         run to the end and must exit 0 within their budget;
                         the others run with PDLAB_ARGS_ONLY=1, which stops the
                         program once ARGS have parsed (a lab run takes minutes:
-                        too long for CI), and must exit 0.
+                        too long for CI), and must exit 0. Lab 09 goes through
+                        its mpirun.sh, as ./kit does: every rank parses ARGS;
+                        skipped where Open MPI is absent (lab 09 not built).
   ./kit pdlab ARGS      pdlab with ARGS, to the end, within BUDGET_S; the
                         long-running subcommands (serve, bench of a 125M model)
                         only with --help, which still rejects an unknown one.
@@ -118,10 +120,18 @@ def check(cmd, kit, build, suites, gpu, scratch):
     verb, args = words[0], words[1:]
     if verb == "run":
         prog = lab_program(build, args[0]) if args else None
+        mpi_lab = bool(args) and args[0].startswith("09")
+        if mpi_lab and not shutil.which("mpirun"):
+            return "skip", "needs Open MPI (mpirun not found; lab 09 is not built without it)"
         if not prog or not os.path.exists(prog):
             return "FAIL", f"no lab program for \"{args[0] if args else ''}\" in {build}/labs"
         full = cmd in FULL
-        ok, how = run([prog] + args[1:], cwd=scratch, env=None if full else {"PDLAB_ARGS_ONLY": "1"})
+        if mpi_lab:  # the ranks counted and started as ./kit run 09 does
+            prog = os.path.join(kit, "labs", "track2", "09-disaggregation", "mpirun.sh")
+            argv = [prog, lab_program(build, args[0])] + args[1:]
+        else:
+            argv = [prog] + args[1:]
+        ok, how = run(argv, cwd=scratch, env=None if full else {"PDLAB_ARGS_ONLY": "1"})
         return ("ok" if ok else "FAIL"), ("full run, " if full else "arguments only, ") + how
     if verb == "pdlab":
         pdlab = os.path.join(build, "src", "pdlab", "pdlab")

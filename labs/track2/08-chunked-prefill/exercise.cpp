@@ -1,20 +1,28 @@
-// Lab 08 starter: replace the TODO_EXERCISE with your code (README.md, the task).
+// Lab 08 starter: replace each TODO_EXERCISE with your code (README.md, the tasks).
 // Build with ./kit build (or ninja -C build), then run the tests:
 //   meson test -C build --suite track2-08
 #include "exercise.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common.hpp"
 #include "todo_exercise.hpp"
 
 namespace pd::lab08 {
 
-void plan_step(const SchedulerState& s, int budget, std::vector<BatchItem>& out) {
-    (void)s, (void)budget, (void)out;
+StepCost fit_step_cost(std::span<const StepSample> samples) {
+    (void)samples;
     TODO_EXERCISE(
-        "README \"The planner's rules\": reject a budget below 1 token first; then two passes over the "
-        "running ids (decode rows, then prefill chunks) with a count of the tokens left");
+        "README, task 1 (and exercise.hpp): the means of tokens and ms, then the two sums of the slope; "
+        "then rules a (one token count), b (a slope of 0 or less) and c (a negative intercept), in that order");
+}
+
+int budget_for_target(const StepCost& cost, double target_ms, int lo, int hi) {
+    (void)cost, (void)target_ms, (void)lo, (void)hi;
+    TODO_EXERCISE(
+        "README, task 2: reject bad arguments first; then solve weights_ms + B * per_token_ms <= target_ms "
+        "for the largest whole B and clamp it to [lo, hi]");
 }
 
 }  // namespace pd::lab08

@@ -1,63 +1,66 @@
-// Lab 08: what you write. The token-budget planner of a serving step: every
-// iteration ONE forward pass runs at most `budget` tokens, and the planner
-// decides how they are shared between the running decode streams (one token
-// each) and the prompts still being prefilled (a chunk each).
+// Lab 08: what you write. The token budget of each serving step, picked every
+// step to hold a latency target (a p99 inter-token latency, an SLO) at the
+// highest throughput that target allows.
 //
-// A long prompt prefilled in one pass stalls every decode stream for the whole
-// pass; cut into chunks of what the budget leaves after the decode rows, the
-// streams keep getting a token every step while the prompt goes through a
-// chunk at a time (chunked prefill, vLLM's and SARATHI's scheduler).
+// Every step runs ONE forward pass of at most `budget` tokens: one for each
+// running decode stream, the rest for chunks of prompts being prefilled (the
+// engine's planner, pd::serve::ContinuousBatching, fills it: lab 06's rules).
+// Each stream gets one token per step, so a step's time IS the streams'
+// inter-token latency. A small budget keeps steps short but makes a long
+// prompt pay the weights' read once per chunk (lower throughput, longer time
+// to its first token); a large one stalls every stream for a long step. The
+// right budget depends on the machine, the model and the load: you measure it
+// while serving. A step's time is close to a line in its tokens,
+//     t(n) = weights_ms + n * per_token_ms
+// (reading every weight once, then the arithmetic of n rows); you fit that
+// line to the steps just run and pick the largest budget it says fits.
 //
-// What you see, pd::serve::SchedulerState (all read-only):
-//   seqs[id]  : SeqState of sequence id: tokens (prompt + output so far),
-//               computed (tokens already in the KV cache), remaining() =
-//               tokens - computed
-//   running   : ids started, oldest first (the planner plans over these only;
-//               the scheduler admitted them before asking you)
-// What you give back: you append BatchItem{seq, n} to `out` (cleared for you,
-// with room for every sequence: do not allocate). An item runs the sequence's
-// NEXT n tokens, from its `computed`: the scheduler feeds them and advances
-// `computed` by n, so next step's chunk continues where this one stopped.
+// The kit's SloBudgetPolicy (slo_policy.hpp) calls your two functions before
+// every step, with the last steps it timed, and hands your budget to the
+// engine's planner.
 #pragma once
 
-#include <vector>
-
-#include "serve/step_policy.hpp"
+#include <span>
 
 namespace pd::lab08 {
 
-using pd::serve::BatchItem;
-using pd::serve::SchedulerState;
-using pd::serve::SeqState;
-using pd::serve::StepLimits;
-
-// The task: plan one step within `budget` tokens.
-//   0. budget < 1: no step can run a single token. Throw pd::UserError (call
-//      pd::fail from common.hpp) with a message naming the budget.
-//   1. decode rows first: every running sequence with remaining() == 1 and
-//      computed > 0, in running order, one token each, while the budget lasts;
-//   2. then prefill chunks: every other running sequence with tokens left
-//      (remaining() >= 1), in running order (the oldest prompt finishes
-//      first), gets min(remaining(), budget left) tokens, while the budget lasts.
-// No sequence appears twice, none with 0 tokens; the items' tokens never add
-// up to more than `budget`.
-void plan_step(const SchedulerState& s, int budget, std::vector<BatchItem>& out);
-
-// Your planner in the kit's real Scheduler (src/serve/scheduler.hpp): retire
-// and admit are the engine's own (lab 06's exercise), the batch is your
-// plan_step with the step's budget, lim.max_tokens_per_step.
-class StudentPlanner final : public pd::serve::StepPolicy {
-public:
-    void retire(const SchedulerState& s, std::vector<int>& out) override { engine_policy_.retire(s, out); }
-    void admit(const SchedulerState& s, const StepLimits& lim, std::vector<int>& out) override {
-        engine_policy_.admit(s, lim, out);
-    }
-    void build_batch(const SchedulerState& s, const StepLimits& lim, std::vector<BatchItem>& out) override {
-        plan_step(s, lim.max_tokens_per_step, out);
-    }
-
-private:
-    pd::serve::ContinuousBatching engine_policy_;
+// One finished step: the tokens it ran and its wall time.
+struct StepSample {
+    int tokens = 0;
+    double ms = 0;
 };
+
+// The step-cost line t(n) = weights_ms + n * per_token_ms. known is false
+// when the samples cannot tell the slope (fewer than two distinct token counts).
+struct StepCost {
+    double weights_ms = 0;
+    double per_token_ms = 0;
+    bool known = false;
+};
+
+// Task 1: the least-squares line through the samples, (tokens, ms) as (x, y):
+//     per_token_ms = sum((x - mean x)(y - mean y)) / sum((x - mean x)^2)
+//     weights_ms   = mean y - per_token_ms * mean x
+// and known = true. The rules for samples a line cannot describe:
+//   a. fewer than two distinct token counts (none, one, or all the same x):
+//      known = false, both numbers 0;
+//   b. a slope of 0 or less (noise: a slow small step among fast big ones):
+//      known = false, both numbers 0. A bigger step never costs less; a line
+//      that says so would send the next step to the largest budget;
+//   c. a negative intercept: weights_ms = 0 and the line through the origin,
+//      per_token_ms = sum(x y) / sum(x^2).
+StepCost fit_step_cost(std::span<const StepSample> samples);
+
+// Task 2: the largest budget in [lo, hi] whose predicted step time,
+// weights_ms + budget * per_token_ms, is at most target_ms:
+//   - cost not known: lo (the safe step; it also gives the fit a new x);
+//   - per_token_ms == 0 (every size costs weights_ms): hi when weights_ms is
+//     within the target, else lo;
+//   - even lo is predicted over the target: lo (the target cannot be held;
+//     the smallest step comes closest).
+// Bad arguments are the caller's mistake: target_ms <= 0 (or not a number),
+// lo < 1 or lo > hi throw pd::UserError (pd::fail, src/common.hpp) naming
+// the value.
+int budget_for_target(const StepCost& cost, double target_ms, int lo, int hi);
 
 }  // namespace pd::lab08

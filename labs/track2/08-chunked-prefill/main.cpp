@@ -1,17 +1,23 @@
 // Lab 08: a long prompt arrives while decode streams run; what the step's token
-// budget does to the streams' inter-token latency and to the newcomer's TTFT.
+// budget does to the streams' inter-token latency and to the newcomer's TTFT,
+// and YOUR controller that picks the budget every step to hold an ITL target.
 //
-//   [1] your planner, tried once (a missing exercise stops here with exit 3)
+//   [1] your fit_step_cost and budget_for_target, tried once (a missing
+//       exercise stops here with exit 3)
 //   [2] for each --budgets value (and "unchunked": the whole context, so every
-//       prompt goes through in one pass): --streams requests decode on the
+//       prompt goes through in one pass), then for "slo" (your controller,
+//       SloBudgetPolicy, aiming at --slo-ms): --streams requests decode on the
 //       paged engine, the long prompt joins after --arrive-after steps, and
-//       the kit's Scheduler runs YOUR planner until every request finished.
-//       Printed per budget: p99 ITL of the streams while the prompt is being
-//       prefilled, their longest stall, the newcomer's TTFT, throughput; and a
-//       check that every budget gave every request the same tokens
-//   [3] budgets.csv in --out, drawn by plot.py
+//       the kit's Scheduler runs until every request finished. Printed per
+//       row: p99 ITL of the streams while the prompt is being prefilled, their
+//       longest stall, the newcomer's TTFT, throughput; and a check that every
+//       row gave every request the same tokens
+//   [3] the controller against the fixed budgets: did it hold the target, and
+//       at what TTFT and throughput next to the best fixed budget that did
+//   [4] budgets.csv in --out, drawn by plot.py
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +30,7 @@
 
 #include "exercise.hpp"
 #include "lab_main.hpp"
+#include "slo_policy.hpp"
 #include "measure/hardware.hpp"
 #include "plot.hpp"
 #include "serve/paged_serving_engine.hpp"
@@ -42,9 +49,14 @@ namespace {
 constexpr const char* kDefaultModel =
     "synthetic:llama,dim=512,ffn=1536,layers=8,heads=8,kv_heads=2,vocab=4096,ctx=2048";
 
+// The automatic ITL target: this many decode-only steps (the streams' median
+// gap before the prompt arrives, measured in the run of the first budget).
+constexpr double kAutoTargetSteps = 4;
+
 struct Options {
     cli::CommonOptions lab;
     std::vector<std::string> budgets = {"32", "64", "128", "256", "512", "1024", "unchunked"};
+    double slo_ms = 0;  // 0: kAutoTargetSteps decode steps
     int streams = 4, stream_prompt = 16, stream_tokens = 0;
     int prompt_len = 1536, newcomer_tokens = 8, arrive_after = 8, repeats = 1;
     std::uint64_t seed = 1;
@@ -52,10 +64,12 @@ struct Options {
     bool no_plot = false, quiet = false;
 };
 
-// One budget of the sweep; "unchunked" is 0 tokens until the model's context is known.
+// One row of the sweep; "unchunked" is 0 tokens until the model's context is
+// known; "slo" is the controller, its tokens the most it may pick.
 struct Budget {
     std::string label;
     int tokens = 0;
+    bool slo = false;
 };
 
 // Checked before anything runs, so a bad budget is exit 2 even in starter form.
@@ -82,10 +96,16 @@ std::vector<Budget> parse_budgets(const std::vector<std::string>& list) {
     return out;
 }
 
-// "unchunked" takes the whole context: every prompt fits one step.
+// "unchunked" takes the whole context: every prompt fits one step. The
+// controller's row comes last; it may pick any budget up to the context.
 void resolve_budgets(std::vector<Budget>& budgets, int context) {
     for (Budget& b : budgets) b.tokens = b.tokens == 0 ? context : std::min(b.tokens, context);
+    budgets.push_back({"slo", context, true});
 }
+
+// The controller's smallest budget: a token for every stream and a chunk of 8
+// (below that the prompt would wait for the streams to end).
+int min_budget(const Options& o) { return o.streams + 8; }
 
 // The workload: the same prompts at every budget.
 struct Workload {
@@ -107,12 +127,13 @@ Workload make_workload(const Options& o, int vocab, int stream_tokens) {
     return w;
 }
 
-// Stream tokens enough to outlast the newcomer at the smallest budget that
-// leaves room for a chunk (a smaller one starves it until the streams end).
+// Stream tokens enough to outlast the newcomer at the smallest fixed budget
+// that leaves room for a chunk (a smaller one starves it until the streams
+// end). Not the controller's lo: it leaves lo as soon as it has a line.
 int auto_stream_tokens(const Options& o, const std::vector<Budget>& budgets, int context) {
     int chunk = context;
     for (const Budget& b : budgets)
-        if (b.tokens > o.streams) chunk = std::min(chunk, b.tokens - o.streams);
+        if (b.tokens > o.streams && !b.slo) chunk = std::min(chunk, b.tokens - o.streams);
     const int steps = o.arrive_after + (o.prompt_len + chunk - 1) / chunk + o.newcomer_tokens + 8;
     return std::min(steps, context - o.stream_prompt);
 }
@@ -120,6 +141,8 @@ int auto_stream_tokens(const Options& o, const std::vector<Budget>& budgets, int
 struct Row {
     Budget budget;
     double p50_itl_ms = 0, p99_itl_ms = 0, max_stall_ms = 0, ttft_ms = 0, output_throughput = 0, duration_s = 0;
+    double p50_decode_ms = 0;     // the streams' median gap before the prompt arrived
+    std::vector<int> slo_budgets;  // "slo": the budgets picked while the prompt went through
     long long steps = 0;
     std::vector<std::vector<int>> ids;  // (requests) the tokens each got
 };
@@ -127,7 +150,8 @@ struct Row {
 using Clock = std::chrono::steady_clock;
 
 // One run at one budget: every request's token times, then the metrics.
-Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, const Workload& w, const Budget& b) {
+Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, const Workload& w, const Budget& b,
+               double target_ms) {
     const int context = model->config.max_seq_len;
     serve::PagedOptions po;
     po.block_size = 16;
@@ -135,20 +159,24 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     po.threads = o.lab.threads;
     po.prefix_caching = false;  // every budget computes every prompt
     auto engine = serve::make_paged_serving_engine(model, po);
-    lab08::StudentPlanner planner;
-    serve::Scheduler s(*engine, planner, {{o.streams + 1, b.tokens, false}, context, -1, true, nullptr});
+    const auto start = Clock::now();
+    auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    serve::ContinuousBatching fixed;
+    lab08::SloBudgetPolicy slo({target_ms, 0.8, min_budget(o), b.tokens, 32}, [&] { return 1e3 * now(); });
+    serve::StepPolicy& policy = b.slo ? static_cast<serve::StepPolicy&>(slo) : fixed;
+    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, -1, true, nullptr});
     const int n = o.streams + 1;
     std::vector<serve::RequestTiming> t(static_cast<std::size_t>(n));
     Row row;
     row.budget = b;
     row.ids.resize(std::size_t(n));
     for (const auto& r : w.streams) s.add(r);
-    const auto start = Clock::now();
-    auto now = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    std::vector<double> step_end;  // when each step returned
     for (long long k = 0; !s.idle() || k <= o.arrive_after; k++) {
         if (k == o.arrive_after) s.add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
         const auto events = s.step();
         const double at = now();
+        step_end.push_back(at);
         for (const auto& e : events) {
             t[std::size_t(e.request)].token_s.push_back(at);
             row.ids[std::size_t(e.request)].push_back(e.token);
@@ -160,14 +188,20 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     const double arrival = newcomer.arrival_s, first = newcomer.token_s.front();
     // ITL of the streams while the prompt goes through: the gaps that end
     // after it arrived, up to the step that gave its first token.
-    std::vector<double> window, all;
+    std::vector<double> window, all, before;
     for (int i = 0; i < o.streams; i++)
         for (std::size_t k = 1; k < t[std::size_t(i)].token_s.size(); k++) {
             const double end = t[std::size_t(i)].token_s[k], gap = (end - t[std::size_t(i)].token_s[k - 1]) * 1e3;
             all.push_back(gap);
             if (end > arrival && end <= first) window.push_back(gap);
+            if (end <= arrival) before.push_back(gap);
         }
     const serve::MetricSummary itl = serve::summarize_metric(window);
+    row.p50_decode_ms = serve::summarize_metric(before).median;
+    // The controller's budgets while the prompt went through: the steps that
+    // ended after it arrived, up to its first token.
+    for (std::size_t k = 0; k < slo.budgets.size() && b.slo; k++)
+        if (step_end[k] > arrival && step_end[k] <= first) row.slo_budgets.push_back(slo.budgets[k]);
     row.p50_itl_ms = itl.median;
     row.p99_itl_ms = itl.p99;
     row.max_stall_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
@@ -201,19 +235,41 @@ Row median_row(const std::vector<Row>& runs) {
     return r;
 }
 
-// [1] Your planner once, so a missing one stops the lab at once.
+// [1] Your two functions once, so a missing one stops the lab at once.
 void try_exercise() {
-    std::vector<serve::SeqState> seqs = {{3, 0, false}};
-    std::vector<int> running = {0};
-    std::vector<serve::BatchItem> out;
-    out.reserve(1);
-    lab08::plan_step({seqs, {}, running}, 4, out);
+    const lab08::StepSample samples[] = {{4, 10}, {20, 12}};
+    lab08::budget_for_target(lab08::fit_step_cost(samples), 20, 1, 64);
 }
 
 json row_json(const Row& r) {
-    return {{"budget", r.budget.label}, {"budget_tokens", r.budget.tokens}, {"p50_itl_ms", r.p50_itl_ms},
-            {"p99_itl_ms", r.p99_itl_ms}, {"max_stall_ms", r.max_stall_ms}, {"ttft_ms", r.ttft_ms},
-            {"output_throughput", r.output_throughput}, {"duration_s", r.duration_s}, {"steps", r.steps}};
+    json j = {{"budget", r.budget.label}, {"budget_tokens", r.budget.tokens}, {"p50_itl_ms", r.p50_itl_ms},
+              {"p99_itl_ms", r.p99_itl_ms}, {"max_stall_ms", r.max_stall_ms}, {"ttft_ms", r.ttft_ms},
+              {"output_throughput", r.output_throughput}, {"duration_s", r.duration_s}, {"steps", r.steps}};
+    if (r.budget.slo) j["budgets_picked"] = r.slo_budgets;
+    return j;
+}
+
+// [3] The controller against the fixed budgets: did it hold the target, and
+// what did holding it cost next to the largest fixed budget that held it too.
+void print_slo(const std::vector<Row>& rows, double target_ms, json& j) {
+    const Row& slo = rows.back();
+    const Row* best = nullptr;
+    for (const Row& r : rows)
+        if (!r.budget.slo && r.p99_itl_ms <= target_ms && (!best || r.budget.tokens > best->budget.tokens)) best = &r;
+    std::vector<int> picked = slo.slo_budgets;
+    std::sort(picked.begin(), picked.end());
+    std::printf("\n[3] your controller, aiming each step at 0.8 x a target of %.1f ms p99 ITL\n", target_ms);
+    std::printf("  p99 ITL %.1f ms: target %s; budgets it picked while the prompt went through: ", slo.p99_itl_ms,
+                slo.p99_itl_ms <= target_ms ? "held (ok)" : "MISSED");
+    if (picked.empty()) std::printf("none\n");
+    else std::printf("%d to %d, median %d\n", picked.front(), picked.back(), picked[picked.size() / 2]);
+    if (best)
+        std::printf("  largest fixed budget that held it: %s (p99 %.1f ms); the controller's TTFT x%.2f and "
+                    "throughput x%.2f of it\n", best->budget.label.c_str(), best->p99_itl_ms,
+                    slo.ttft_ms / best->ttft_ms, slo.output_throughput / best->output_throughput);
+    else std::printf("  no fixed budget of the sweep held it\n");
+    j["slo"] = {{"target_ms", target_ms}, {"held", slo.p99_itl_ms <= target_ms},
+                {"best_fixed", best ? json(best->budget.label) : json(nullptr)}};
 }
 
 void print_row(const Row& r, const Row& unchunked) {
@@ -224,12 +280,15 @@ void print_row(const Row& r, const Row& unchunked) {
 
 // [2] The sweep: every budget once per repeat, interleaved so that a change in
 // the machine's load touches every budget alike.
+// The controller's target is --slo-ms, or kAutoTargetSteps decode steps
+// measured in the first run (its gaps before the prompt arrives).
 std::vector<Row> sweep(const std::shared_ptr<const Model>& model, const Options& o, const std::vector<Budget>& budgets,
-                       const Workload& w) {
+                       const Workload& w, double& target_ms) {
     std::vector<std::vector<Row>> runs(budgets.size());
     for (int rep = 0; rep < o.repeats; rep++)
         for (std::size_t i = 0; i < budgets.size(); i++) {
-            runs[i].push_back(run_budget(model, o, w, budgets[i]));
+            runs[i].push_back(run_budget(model, o, w, budgets[i], target_ms));
+            if (target_ms == 0) target_ms = kAutoTargetSteps * runs[i].back().p50_decode_ms;
             if (!o.quiet)
                 std::fprintf(stderr, "  repeat %d/%d, budget %s: %lld steps, %.1f s\n", rep + 1, o.repeats,
                              budgets[i].label.c_str(), runs[i].back().steps, runs[i].back().duration_s);
@@ -239,7 +298,7 @@ std::vector<Row> sweep(const std::shared_ptr<const Model>& model, const Options&
     return rows;
 }
 
-// [3] budgets.csv, then plot.py draws it.
+// [4] budgets.csv, then plot.py draws it.
 void write_csv(const fs::path& dir, const std::vector<Row>& rows) {
     fs::create_directories(dir);
     std::ofstream f(dir / "budgets.csv");
@@ -254,6 +313,10 @@ void check_options(const Options& o, int context) {
     if (o.prompt_len + o.newcomer_tokens > context)
         fail("--prompt-len {} + --newcomer-tokens {} do not fit the model's context of {} positions", o.prompt_len,
              o.newcomer_tokens, context);
+    if (!std::isfinite(o.slo_ms)) fail("--slo-ms {}: give the target in ms (0: 4 decode steps, measured)", o.slo_ms);
+    if (o.slo_ms == 0 && o.arrive_after < 2)
+        fail("--slo-ms 0 takes the target from the streams' decode steps before the prompt arrives: give "
+             "--arrive-after 2 or more, or a target in ms with --slo-ms");
     if (o.stream_prompt + o.stream_tokens > context)
         fail("--stream-prompt {} + --stream-tokens {} do not fit the model's context of {} positions",
              o.stream_prompt, o.stream_tokens, context);
@@ -276,11 +339,12 @@ int run(Options& o) {
                 "arrives (%d output tokens); paged engine, EOS ignored, %d repeat(s)\n",
                 o.streams, o.stream_prompt, stream_tokens, o.arrive_after, o.prompt_len, o.newcomer_tokens,
                 o.repeats);
-    std::printf("\n[1] your plan_step answers (ok)\n");
+    std::printf("\n[1] your fit_step_cost and budget_for_target answer (ok)\n");
     std::printf("\n[2] the budget sweep (medians over repeats; ITL: the streams' gaps while the prompt is "
                 "prefilled)\n");
-    const std::vector<Row> rows = sweep(model, o, budgets, w);
-    const Row& unchunked = *std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    double target_ms = o.slo_ms;
+    const std::vector<Row> rows = sweep(model, o, budgets, w, target_ms);
+    const Row& unchunked = *std::max_element(rows.begin(), rows.end() - 1, [](const Row& a, const Row& b) {
         return a.budget.tokens < b.budget.tokens;
     });
     std::printf("  budget     p50 ITL  p99 ITL  max stall   new TTFT   output  steps   p99 ITL      throughput\n");
@@ -290,9 +354,10 @@ int run(Options& o) {
         print_row(r, unchunked);
         same = same && r.ids == rows.front().ids;
     }
-    std::printf("  %s\n", same ? "every budget gave every request the same tokens (ok)"
-                               : "TOKENS DIFFER between budgets (check failed): a chunk skipped or fed twice?");
+    std::printf("  %s\n", same ? "every row gave every request the same tokens (ok)"
+                               : "TOKENS DIFFER between rows (check failed): a chunk skipped or fed twice?");
     json j;
+    print_slo(rows, target_ms, j);
     j["model"] = o.lab.model;
     j["hardware"] = cpu_summary();
     j["budgets"] = json::array();
@@ -317,9 +382,11 @@ int main(int argc, char** argv) {
         "being prefilled. A long prompt in one pass stalls every stream for the whole pass; in\n"
         "chunks, the streams keep a token a step while the prompt takes longer to its first token.\n"
         "This program runs --streams decode streams on the paged engine, lets a --prompt-len\n"
-        "prompt arrive, and sweeps the budget with YOUR planner (exercise.cpp): the streams' p99\n"
+        "prompt arrive, and sweeps the budget with the engine's planner: the streams' p99\n"
         "inter-token latency while the prompt is prefilled and their longest stall, against the\n"
-        "newcomer's time to first token, and the output throughput. budgets.csv goes into --out;\n"
+        "newcomer's time to first token, and the output throughput; then YOUR controller\n"
+        "(exercise.cpp) picks the budget every step from the steps it timed, to hold a p99 ITL\n"
+        "target (--slo-ms), and is compared with the fixed budgets. budgets.csv goes into --out;\n"
         "plot.py draws it. The default model is a synthetic Llama of 28 M parameters with a 2048\n"
         "context (the bundled tiny model's 512 positions hold no long prompt).",
         "08-chunked-prefill");
@@ -339,6 +406,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1 << 20))->capture_default_str();
     app.add_option("--arrive-after", o.arrive_after, "steps the streams run before the prompt arrives")
         ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+    app.add_option("--slo-ms", o.slo_ms, "the p99 ITL target of your controller (the row \"slo\"); 0: 4 decode steps, "
+                   "measured in the first run")->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--repeats", o.repeats, "runs of every budget; the table shows medians")
         ->check(CLI::Range(1, 100))->capture_default_str();
     app.add_option("--seed", o.seed, "seed of the prompts' token ids")->capture_default_str();

@@ -1,340 +1,278 @@
-// Lab 08 tests: your planner against its rules restated here, on hand-worked
-// and seeded random scheduler states; then inside the kit's real Scheduler,
-// first on a fake engine whose next token hashes each sequence's whole cached
-// history (a chunk fed twice, skipped or to the wrong sequence changes every
-// later token), then on the real paged engine with the bundled model: a prompt
-// prefilled in chunks gives the logits of one pass, and the same greedy ids.
+// Lab 08 tests: your step-cost fit against the least-squares formulas and the
+// three rules, restated here; your budget against its rule; then both inside
+// the kit's SloBudgetPolicy and real Scheduler on a fake engine and a fake
+// clock whose steps cost exactly weights + n * per_token (no time is measured:
+// every number is the same on every machine).
 //   meson test -C build --suite track2-08        (all of them)
-//   build/labs/track2/08-chunked-prefill/lab08_tests --test-case='lab08.rules.*'
+//   build/labs/track2/08-chunked-prefill/lab08_tests --test-case='lab08.fit.*'
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <string>
 
-#include "batch_rules.hpp"
 #include "common.hpp"
-#include "engine/sampler.hpp"
 #include "exercise.hpp"
-#include "io/model_source.hpp"
 #include "hash_engine.hpp"
 #include "lab_test.hpp"
-#include "serve/paged_serving_engine.hpp"
 #include "serve/scheduler.hpp"
-#include "show.hpp"
+#include "slo_policy.hpp"
 
 using namespace pd::lab08;
 using pd::lab::alone;
-using pd::lab::expected_batch;  // the rules, restated (README "The planner"): labs/common/batch_rules.hpp
-using pd::lab::flat;
 using pd::lab::HashEngine;
 using pd::lab::Inputs;
 using pd::lab::kHashVocab;
 using pd::lab::observe;  // the values a check judged, for the grader (labs/common/observe.hpp)
-using pd::lab::show;
 using pd::serve::Request;
 using pd::serve::Scheduler;
 
 namespace {
 
-// A scheduler state: the planner sees only `running`.
-struct World {
-    std::vector<SeqState> seqs;
-    std::vector<int> running;
-    SchedulerState view() const { return {seqs, {}, running}; }
-};
+// Two fits agree within this (the sums may be taken in another order).
+const pd::lab::Tolerance kFitTol{1e-9, 1e-9};
 
-// Random running sequences under shuffled ids: about half decode (one token
-// left), the rest are somewhere in their prefill (1..tokens left).
-World random_world(Inputs& in) {
-    World w;
-    const int n = in.integer(0, 20);
-    w.running.resize(std::size_t(n));
-    std::iota(w.running.begin(), w.running.end(), 0);
-    for (int k = n - 1; k > 0; k--) std::swap(w.running[std::size_t(k)], w.running[std::size_t(in.integer(0, k))]);
-    w.seqs.resize(std::size_t(n));
-    for (SeqState& q : w.seqs) {
-        q.tokens = in.integer(1, 300);
-        q.computed = in.integer(0, 1) ? q.tokens - 1 : in.integer(0, q.tokens - 1);
+bool close(double got, double want) { return std::abs(got - want) <= kFitTol.atol + kFitTol.rtol * std::abs(want); }
+
+// The rules of exercise.hpp, restated: the least-squares line, then a, b, c.
+StepCost expected_fit(const std::vector<StepSample>& v) {
+    if (v.empty()) return {};
+    double mx = 0, my = 0;
+    for (const auto& s : v) mx += s.tokens, my += s.ms;
+    mx /= double(v.size()), my /= double(v.size());
+    double sxy = 0, sxx = 0, x2 = 0, xy = 0;
+    for (const auto& s : v) {
+        sxy += (s.tokens - mx) * (s.ms - my), sxx += (s.tokens - mx) * (s.tokens - mx);
+        x2 += double(s.tokens) * s.tokens, xy += s.tokens * s.ms;
     }
-    return w;
+    if (sxx == 0) return {};
+    const double b = sxy / sxx;
+    if (b <= 0) return {};
+    if (my - b * mx < 0) return {0, xy / x2, true};
+    return {my - b * mx, b, true};
 }
 
-std::vector<BatchItem> plan(const World& w, int budget) {
-    std::vector<BatchItem> out;
-    out.reserve(w.seqs.size());
-    plan_step(w.view(), budget, out);
-    return out;
+// The largest budget the line fits within the target, by walking down: the
+// rule without the algebra.
+int expected_budget(const StepCost& c, double target, int lo, int hi) {
+    if (!c.known) return lo;
+    if (c.per_token_ms == 0) return c.weights_ms <= target ? hi : lo;
+    int b = hi;
+    const double top = std::floor((target - c.weights_ms) / c.per_token_ms);
+    if (top < b) b = int(std::max(top, double(lo) - 1));
+    while (b >= lo && c.weights_ms + b * c.per_token_ms > target) b--;
+    return std::max(b, lo);
 }
 
-int tokens_of(const std::vector<BatchItem>& v) {
-    return std::accumulate(v.begin(), v.end(), 0, [](int a, const BatchItem& b) { return a + b.n; });
+void check_fit(const std::vector<StepSample>& v, const std::string& what) {
+    const StepCost got = fit_step_cost(v), want = expected_fit(v);
+    observe(what + " known", got.known);
+    observe(what + " weights_ms", got.weights_ms, kFitTol);
+    observe(what + " per_token_ms", got.per_token_ms, kFitTol);
+    INFO(what << ": " << v.size() << " samples; expected weights " << want.weights_ms << " ms + "
+              << want.per_token_ms << " ms a token (known " << want.known << "), yours " << got.weights_ms
+              << " + " << got.per_token_ms << " (known " << got.known << ")");
+    CHECK(got.known == want.known);
+    CHECK_MESSAGE(close(got.weights_ms, want.weights_ms), "weights_ms");
+    CHECK_MESSAGE(close(got.per_token_ms, want.per_token_ms), "per_token_ms");
 }
 
-void needs_planner() {
-    pd::lab::needs([] { plan(World{}, 1); });
+void needs_fit() {
+    pd::lab::needs([] { fit_step_cost({}); });
+}
+
+void needs_budget() {
+    pd::lab::needs([] { budget_for_target({1, 1, true}, 10, 1, 8); });
 }
 
 }  // namespace
 
-TEST_CASE("lab08.rules.decode_first_then_the_oldest_prompt") {
-    needs_planner();
-    // Running, oldest first: 0 has 10 prompt tokens to go, 1 decodes, 2 has 10 to go, 3 decodes.
-    World w;
-    w.seqs = {{10, 0, false}, {8, 7, false}, {12, 2, false}, {4, 3, false}};
-    w.running = {0, 1, 2, 3};
-    const auto got = plan(w, 8);
-    observe("budget 8", flat(got));
-    CHECK_MESSAGE((flat(got) == std::vector<int>{1, 1, 3, 1, 0, 6}),
-                  "both decode rows (seq 1, seq 3) before any prefill, then the OLDEST prompt (seq 0) gets the 6 "
-                  "tokens left; seq 2 waits; yours "
-                      << show(got));
-    const auto wide = plan(w, 40);
-    observe("budget 40", flat(wide));
-    CHECK_MESSAGE((flat(wide) == std::vector<int>{1, 1, 3, 1, 0, 10, 2, 10}),
-                  "a wide budget: both decode rows, then each prompt's whole rest, oldest first; yours " << show(wide));
+TEST_CASE("lab08.fit.exact_line") {
+    needs_fit();
+    // Three decode steps of 4 rows and two chunked steps: 8 ms + 0.05 ms a token, exactly.
+    const std::vector<StepSample> v = {{4, 8.2}, {4, 8.2}, {100, 13}, {4, 8.2}, {260, 21}};
+    const StepCost got = fit_step_cost(v);
+    observe("weights_ms", got.weights_ms, kFitTol);
+    observe("per_token_ms", got.per_token_ms, kFitTol);
+    CHECK_MESSAGE(got.known, "five samples at three token counts tell the slope");
+    CHECK_MESSAGE(close(got.weights_ms, 8), "the line's value at 0 tokens; yours " << got.weights_ms);
+    CHECK_MESSAGE(close(got.per_token_ms, 0.05), "the slope; yours " << got.per_token_ms);
 }
 
-TEST_CASE("lab08.rules.random_states") {
-    needs_planner();
+TEST_CASE("lab08.fit.noisy_samples") {
+    needs_fit();
     Inputs in(1);
-    for (int trial = 0; trial < 400; trial++) {
-        const World w = random_world(in);
-        const int budget = in.integer(1, 600);
-        const auto got = plan(w, budget);
-        observe("trial " + std::to_string(trial), flat(got));
-        INFO("budget " << budget << ", running " << w.running.size() << " sequences");
-        INFO("yours    " << show(got));
-        CHECK_MESSAGE(tokens_of(got) <= budget, "the items must never add up to more than the budget");
-        const std::vector<BatchItem> want = expected_batch(w.view(), budget);
-        CHECK_MESSAGE(flat(got) == flat(want),
-                      "expected " << show(want)
-                                  << ": decode rows first (one token each), then prefill chunks, both in running "
-                                     "order, within the budget");
+    for (int trial = 0; trial < 200; trial++) {
+        const double weights = in.uniform(0.5, 200), per_token = in.uniform(0.001, 2), noise = in.uniform(0, 0.3);
+        std::vector<StepSample> v(std::size_t(in.integer(2, 64)));
+        for (auto& s : v) {
+            s.tokens = in.integer(0, 3) ? in.integer(1, 16) : in.integer(1, 2048);
+            s.ms = (weights + s.tokens * per_token) * (1 + in.uniform(-noise, noise));
+        }
+        check_fit(v, "trial " + std::to_string(trial));
     }
 }
 
-TEST_CASE("lab08.budget.below_one_token_is_rejected") {
-    needs_planner();
-    World w;
-    w.seqs = {{6, 0, false}, {5, 4, false}};
-    w.running = {0, 1};
-    for (int budget : {0, -3}) {
-        INFO("budget " << budget);
-        std::vector<BatchItem> out;
-        out.reserve(2);
-        CHECK_THROWS_AS(plan_step(w.view(), budget, out), pd::UserError);
-        CHECK_THROWS_WITH(plan_step(w.view(), budget, out), doctest::Contains(std::to_string(budget).c_str()));
+TEST_CASE("lab08.fit.what_a_line_cannot_describe") {
+    needs_fit();
+    check_fit({}, "no samples (rule a)");
+    check_fit({{7, 12}}, "one sample (rule a)");
+    check_fit({{7, 12}, {7, 14}, {7, 9}}, "one token count (rule a)");
+    const StepCost falling = fit_step_cost(std::vector<StepSample>{{4, 30}, {300, 10}, {4, 20}});
+    CHECK_MESSAGE(!falling.known, "a negative slope (rule b): not known; yours known, "
+                                      << falling.weights_ms << " + " << falling.per_token_ms);
+    const StepCost flat = fit_step_cost(std::vector<StepSample>{{4, 20}, {300, 20}});
+    CHECK_MESSAGE(!flat.known, "a slope of exactly 0 (rule b): not known; yours known, "
+                                   << flat.weights_ms << " + " << flat.per_token_ms);
+    check_fit({{4, 30}, {300, 10}, {4, 20}}, "negative slope (rule b)");
+    const StepCost origin = fit_step_cost(std::vector<StepSample>{{10, 1}, {20, 4}});
+    CHECK_MESSAGE((origin.known && origin.weights_ms == 0 && close(origin.per_token_ms, 90.0 / 500)),
+                  "a negative intercept (rule c): weights_ms 0 and per_token_ms sum(xy)/sum(x^2) = 0.18; yours "
+                      << origin.weights_ms << " + " << origin.per_token_ms);
+    check_fit({{10, 1}, {20, 4}}, "negative intercept (rule c)");
+    Inputs in(2);
+    for (int trial = 0; trial < 100; trial++) {  // few samples, wild noise: every rule gets its turn
+        std::vector<StepSample> v(std::size_t(in.integer(0, 5)));
+        for (auto& s : v) s.tokens = in.integer(1, 4), s.ms = in.uniform(0, 50);
+        check_fit(v, "wild trial " + std::to_string(trial));
     }
-    const auto one = plan(w, 1);
-    observe("budget 1", flat(one));
-    CHECK_MESSAGE((flat(one) == std::vector<int>{1, 1}), "a budget of 1: the decode row only; yours " << show(one));
-    w.seqs[1] = {5, 0, false};  // no decode row left: one token of the oldest prompt
-    const auto first = plan(w, 1);
-    observe("budget 1, prompts only", flat(first));
-    CHECK_MESSAGE((flat(first) == std::vector<int>{0, 1}), "a budget of 1 and two prompts: one token of the older; yours "
-                                                            << show(first));
 }
 
-
-TEST_CASE("lab08.chunks.hand_worked_prompt_among_three_streams") {
-    needs_planner();
-    // Three streams decode; a 100-token prompt arrives. Budget 16: the streams
-    // take 3 a step, the prompt 13, so it runs in chunks 13 x 7 + 9 over 8
-    // steps while every stream gets its token every step.
-    HashEngine engine;
-    StudentPlanner planner;
-    Scheduler s(engine, planner, {{4, 16, false}, 1000, -1, true, nullptr});
-    for (int i = 0; i < 3; i++) s.add({i, {1 + i, 2, 3}, 40, {}});
-    s.step();  // the three 3-token prompts in one step (9 tokens)
-    std::vector<int> prompt(100);
-    std::iota(prompt.begin(), prompt.end(), 0);
-    for (int& t : prompt) t %= kHashVocab;
-    s.add({3, prompt, 2, {}});
-    const std::size_t first = engine.steps.size();
-    std::vector<int> chunks;
-    int newcomer_first_token_step = -1;
-    for (int k = 0; k < 12 && newcomer_first_token_step < 0; k++) {
-        for (const auto& e : s.step())
-            if (e.request == 3) newcomer_first_token_step = k + 1;
-        const auto& items = engine.steps.back();
-        int decodes = 0;
-        for (const auto& b : items) {
-            if (b.seq == 3)
-                chunks.push_back(b.n);  // the newcomer is sequence 3: the fourth added
-            else
-                decodes++;
-        }
-        CHECK_MESSAGE(decodes == 3, "step " << k + 1 << " after the arrival: every stream must get its token (ran "
-                                            << show(items) << ")");
+TEST_CASE("lab08.budget.hand_worked") {
+    needs_budget();
+    const StepCost c{10, 0.5, true};  // 10 ms + 0.5 ms a token
+    const std::map<std::string, std::pair<int, int>> cases = {
+        // what: (yours, expected)
+        {"target 60 ms, [8, 512]: 10 + 100 x 0.5 = 60 fits", {budget_for_target(c, 60, 8, 512), 100}},
+        {"target 60.9 ms: 101 takes 60.5 ms, 102 would take 61", {budget_for_target(c, 60.9, 8, 512), 101}},
+        {"target 1000 ms: clamped to hi 512", {budget_for_target(c, 1000, 8, 512), 512}},
+        {"target 12 ms: even lo 8 takes 14 ms, so lo", {budget_for_target(c, 12, 8, 512), 8}},
+        {"target 5 ms, below the weights alone: lo", {budget_for_target(c, 5, 8, 512), 8}},
+        {"cost not known: lo", {budget_for_target({}, 60, 8, 512), 8}},
+        {"per_token_ms 0, weights within the target: hi", {budget_for_target({10, 0, true}, 60, 8, 512), 512}},
+        {"per_token_ms 0, weights over the target: lo", {budget_for_target({70, 0, true}, 60, 8, 512), 8}},
+        {"a target far above the line: hi, no overflow", {budget_for_target({0, 1e-12, true}, 1e6, 1, 1 << 30), 1 << 30}},
+    };
+    for (const auto& [what, v] : cases) {
+        observe(what, v.first);
+        CHECK_MESSAGE(v.first == v.second, what << ": expected " << v.second << ", yours " << v.first);
     }
-    observe("chunk sizes", chunks);
-    observe("steps to the first token", newcomer_first_token_step);
-    CHECK_MESSAGE(chunks == (std::vector<int>{13, 13, 13, 13, 13, 13, 13, 9}),
-                  "the prompt's chunks: what the budget leaves after three decode rows, until its last 9 tokens");
-    CHECK_MESSAGE(newcomer_first_token_step == 8, "the prompt's first token comes with its last chunk, step 8");
-    CHECK(engine.steps.size() - first == std::size_t(newcomer_first_token_step));
 }
 
-TEST_CASE("lab08.chunks.continue_where_the_last_stopped") {
-    needs_planner();
-    Inputs in(4);
-    for (int round = 0; round < 4; round++) {
-        HashEngine engine;
-        StudentPlanner planner;
-        pd::serve::SchedulerConfig cfg;
-        cfg.limits = {in.integer(2, 6), in.integer(1, 40), false};
-        cfg.max_model_len = 1000;
-        cfg.ignore_eos = true;
-        Scheduler s(engine, planner, cfg);
-        std::vector<Request> rs;
-        for (int i = 0; i < 12; i++) rs.push_back({i, in.tokens(in.integer(1, 120), kHashVocab), in.integer(1, 12), {}});
-        std::map<int, std::vector<int>> got;
-        for (int k = 0; k < 20000 && (k < 24 || !s.idle()); k++) {
-            if (k % 2 == 0 && k / 2 < 12) s.add(rs[std::size_t(k / 2)]);
-            for (const auto& e : s.step()) got[e.request].push_back(e.token);
-        }
-        REQUIRE_MESSAGE(s.idle(), "some request never finished: does every prompt get a chunk when the budget allows?");
-        INFO("budget " << cfg.limits.max_tokens_per_step << ", max_seqs " << cfg.limits.max_seqs);
-        for (const auto& items : engine.steps)
-            CHECK_MESSAGE(tokens_of(items) <= cfg.limits.max_tokens_per_step, "a step ran " << show(items));
-        for (const auto& r : rs) {
-            observe("round " + std::to_string(round) + " request " + std::to_string(r.id), got[r.id]);
-            INFO("request " << r.id << ", prompt of " << r.prompt.size());
-            CHECK_MESSAGE(got[r.id] == alone(r.prompt, r.max_tokens),
-                          "its tokens must be those it gets alone: each chunk must be the sequence's NEXT tokens");
-        }
+TEST_CASE("lab08.budget.random_costs") {
+    needs_budget();
+    Inputs in(3);
+    for (int trial = 0; trial < 500; trial++) {
+        const StepCost c{in.uniform(0, 100), in.integer(0, 9) ? in.uniform(0, 1) : 0.0, in.integer(0, 9) > 0};
+        const double target = in.uniform(0.1, 400);
+        const int lo = in.integer(1, 64), hi = lo + in.integer(0, 4000);
+        const int got = budget_for_target(c, target, lo, hi), want = expected_budget(c, target, lo, hi);
+        observe("trial " + std::to_string(trial), got);
+        CHECK_MESSAGE(got == want, "cost " << c.weights_ms << " + " << c.per_token_ms << " x n (known " << c.known
+                                           << "), target " << target << " ms, [" << lo << ", " << hi
+                                           << "]: expected " << want << ", yours " << got);
+    }
+}
+
+TEST_CASE("lab08.budget.bad_arguments_are_refused") {
+    needs_budget();
+    const StepCost c{10, 0.5, true};
+    struct Bad {
+        double target;
+        int lo, hi;
+        const char* names;
+    };
+    for (const Bad& b : {Bad{0, 8, 512, "0"}, Bad{-3, 8, 512, "-3"}, Bad{NAN, 8, 512, "nan"}, Bad{60, 0, 512, "0"},
+                         Bad{60, -2, 512, "-2"}, Bad{60, 600, 512, "600"}}) {
+        INFO("target " << b.target << ", lo " << b.lo << ", hi " << b.hi);
+        CHECK_THROWS_AS(budget_for_target(c, b.target, b.lo, b.hi), pd::UserError);
+        CHECK_THROWS_WITH(budget_for_target(c, b.target, b.lo, b.hi), doctest::Contains(b.names));
     }
 }
 
 namespace {
 
-const pd::LoadedModel& bundled() {
-    static const pd::LoadedModel lm = pd::load_model("tiny", pd::Precision::f32, false);
-    return lm;
-}
-
-std::unique_ptr<pd::serve::PagedServingEngine> paged_engine() {
-    // One thread: on a loaded machine an OpenMP team waits for its slowest member.
-    return pd::serve::make_paged_serving_engine(bundled().model, {.block_size = 16, .total_blocks = 256, .threads = 1});
-}
-
-// Forwards every call to a real engine and keeps a copy of the logits row of
-// every item that asked for one, by sequence, in order.
-class LogitsTap final : public pd::serve::ServingEngine {
-public:
-    explicit LogitsTap(ServingEngine& inner) : inner_(inner) {}
-    const pd::Config& config() const override { return inner_.config(); }
-    int block_size() const override { return inner_.block_size(); }
-    int total_blocks() const override { return inner_.total_blocks(); }
-    int free_blocks() const override { return inner_.free_blocks(); }
-    int open(int seq, std::span<const int> prompt) override { return inner_.open(seq, prompt); }
-    bool reserve(int seq, int len) override { return inner_.reserve(seq, len); }
-    void close(int seq) override { inner_.close(seq); }
-    int cached_len(int seq) const override { return inner_.cached_len(seq); }
-    const float* step(std::span<const pd::serve::SeqWork> work) override {
-        const float* l = inner_.step(work);
-        const std::size_t V = std::size_t(config().vocab_size);
-        std::size_t row = 0;
-        for (const auto& w : work)
-            if (w.logits) rows[w.seq].emplace_back(l + V * row, l + V * (row + 1)), row++;
-        return l;
+// The fake machine: a step of n tokens takes weights + n * per_token ms.
+struct FakeMachine {
+    double weights, per_token, now_ms = 0;
+    void ran(const std::vector<pd::serve::BatchItem>& step) {
+        int n = 0;
+        for (const auto& b : step) n += b.n;
+        now_ms += weights + n * per_token;
     }
-    std::map<int, std::vector<std::vector<float>>> rows;
-
-private:
-    ServingEngine& inner_;
 };
-
-// The last prompt token's logits in ONE pass, straight through the engine.
-std::vector<float> one_pass_logits(const std::vector<int>& prompt) {
-    auto e = paged_engine();
-    e->open(0, prompt);
-    REQUIRE(e->reserve(0, int(prompt.size())));
-    const pd::serve::SeqWork w{0, prompt, true};
-    const float* l = e->step({&w, 1});
-    return {l, l + e->config().vocab_size};
-}
-
-// The same greedy continuation, alone, one pass then one decode at a time.
-std::vector<int> one_pass_greedy(std::vector<int> tokens, int n) {
-    auto e = paged_engine();
-    e->open(0, tokens);
-    std::vector<int> out;
-    std::span<const int> next(tokens);
-    for (int k = 0; k < n; k++) {
-        REQUIRE(e->reserve(0, e->cached_len(0) + int(next.size())));
-        const pd::serve::SeqWork w{0, next, true};
-        out.push_back(pd::argmax(e->step({&w, 1}), e->config().vocab_size));
-        tokens.push_back(out.back());
-        next = std::span<const int>(tokens).last(1);
-    }
-    return out;
-}
 
 }  // namespace
 
-TEST_CASE("lab08.logits.chunked_prefill_equals_one_pass") {
-    needs_planner();
-    Inputs in(5);
-    const int V = bundled().model->config.vocab_size;
-    const std::vector<int> prompt = in.tokens(in.integer(120, 300), V);
-    const std::vector<float> want = one_pass_logits(prompt);
-    // Rounding only: a chunk's rows go through other matmul shapes than one pass.
-    const pd::lab::Tolerance tol{5e-4, 5e-4};
-    for (int budget : {in.integer(5, 15), 16, in.integer(17, 64), 100, 512}) {
-        auto inner = paged_engine();
-        LogitsTap tap(*inner);
-        StudentPlanner planner;
-        Scheduler s(tap, planner, {{4, budget, false}, 512, -1, true, nullptr});
-        s.add({0, prompt, 1, {}});  // sequence 0: the long prompt, one output token
-        s.add({1, in.tokens(3, V), 60, {}});  // two streams decoding alongside
-        s.add({2, in.tokens(5, V), 60, {}});
-        for (int k = 0; k < 400 && tap.rows[0].empty(); k++) s.step();
-        INFO("budget " << budget << ", a prompt of " << prompt.size() << " tokens");
-        REQUIRE_MESSAGE(tap.rows[0].size() == 1, "the prompt's last chunk must ask for logits, once");
-        const auto& got = tap.rows[0][0];
-        observe("budget " + std::to_string(budget), got, tol);
-        double worst = 0;
-        for (int v = 0; v < V; v++)
-            worst = std::max(worst, std::abs(double(got[std::size_t(v)]) - want[std::size_t(v)]) -
-                                        (tol.atol + tol.rtol * std::abs(double(want[std::size_t(v)]))));
-        CHECK_MESSAGE(worst <= 0, "the last token's logits after chunked prefill differ from one pass by "
-                                      << worst << " beyond atol + rtol*|ref|: a chunk fed twice, skipped or out of order?");
-    }
-}
-
-TEST_CASE("lab08.greedy.same_ids_chunked_and_unchunked") {
-    needs_planner();
-    Inputs in(6);
-    const int V = bundled().model->config.vocab_size;
-    std::vector<Request> rs;
-    for (int i = 0; i < 3; i++) rs.push_back({i, in.tokens(in.integer(2, 12), V), 16, {}});
-    rs.push_back({3, in.tokens(in.integer(150, 300), V), 8, {}});  // the long prompt, arriving at step 3
-    std::vector<std::vector<int>> want;
-    for (const Request& r : rs) want.push_back(one_pass_greedy(r.prompt, r.max_tokens));
-    for (int budget : {in.integer(4, 24), 64, 512}) {  // 512: the context, every prompt in one pass
-        auto engine = paged_engine();
-        StudentPlanner planner;
-        Scheduler s(*engine, planner, {{4, budget, false}, 512, -1, true, nullptr});
+TEST_CASE("lab08.controller.holds_the_target_with_the_largest_budget") {
+    needs_fit();
+    needs_budget();
+    Inputs in(4);
+    constexpr int kArrive = 3;  // decode-only steps before the long prompt arrives
+    for (int round = 0; round < 6; round++) {
+        FakeMachine m{in.uniform(5, 80), in.uniform(0.01, 1.5)};
+        const int streams = in.integer(1, 6), lo = streams + 8;
+        const double target = m.weights + in.uniform(2 * lo, 1000) * m.per_token;
+        const SloOptions o{target, 0.8, lo, 4096, 32};
+        HashEngine engine;
+        SloBudgetPolicy policy(o, [&] { return m.now_ms; });
+        Scheduler s(engine, policy, {{streams + 1, 4096, false}, 1 << 20, -1, true, nullptr});
+        std::vector<Request> rs;
+        for (int i = 0; i < streams; i++) rs.push_back({i, in.tokens(1, kHashVocab), 300, {}});
+        const Request newcomer{streams, in.tokens(in.integer(800, 3000), kHashVocab), 4, {}};
+        rs.push_back(newcomer);
         std::map<int, std::vector<int>> got;
-        for (int k = 0; k < 2000 && (k < 4 || !s.idle()); k++) {
-            if (k < 4) s.add(rs[std::size_t(k)]);
-            for (const auto& e : s.step()) got[e.request].push_back(e.token);
+        for (int i = 0; i < streams; i++) s.add(rs[std::size_t(i)]);
+        std::size_t first_token_step = 0;  // the step that gave the newcomer its first token
+        for (int k = 0; k < 5000 && (k <= kArrive || !s.idle()); k++) {
+            if (k == kArrive) s.add(newcomer);
+            for (const auto& e : s.step()) {
+                if (e.request == streams && got[e.request].empty()) first_token_step = std::size_t(k);
+                got[e.request].push_back(e.token);
+            }
+            m.ran(engine.steps.back());
         }
-        REQUIRE_MESSAGE(s.idle(), "some request never finished under budget " << budget);
-        for (const Request& r : rs) {
-            observe("budget " + std::to_string(budget) + " request " + std::to_string(r.id), got[r.id]);
-            INFO("budget " << budget << ", request " << r.id << " (prompt of " << r.prompt.size() << ")");
-            CHECK_MESSAGE(got[r.id] == want[std::size_t(r.id)],
-                          "greedy ids must not depend on the budget: a scheduler decides WHEN a token is "
-                          "computed, never WHICH");
+        REQUIRE_MESSAGE(s.idle(), "some request never finished");
+        // Steps 0..kArrive-1 ran `streams` tokens each: one token count, no
+        // slope, so lo. The first step with the prompt ran lo tokens: a second
+        // count. From then on, on a machine without noise, the fitted line is
+        // exact and a step gets the largest budget the aim allows, except when
+        // the window of the last 32 steps holds one token count again (then lo).
+        const int want = std::clamp(int(std::floor((0.8 * target - m.weights) / m.per_token)), o.lo, o.hi);
+        INFO("round " << round << ": " << m.weights << " ms + " << m.per_token << " ms a token, " << streams
+                      << " streams, target " << target << " ms (aim " << 0.8 * target << "), expected budget "
+                      << want);
+        observe("round " + std::to_string(round) + " budgets", policy.budgets);
+        REQUIRE(first_token_step > std::size_t(kArrive));
+        for (int k = 0; k <= kArrive; k++)
+            CHECK_MESSAGE(policy.budgets[std::size_t(k)] == lo,
+                          "step " << k << ": the samples have one token count (or none): lo");
+        CHECK_MESSAGE(policy.budgets[kArrive + 1] == want, "the step after the first chunk: the line's largest budget");
+        // Every step against the rules restated, on the window the policy saw.
+        std::vector<StepSample> seen;
+        int off = 0;
+        for (std::size_t k = 0; k < policy.budgets.size(); k++) {
+            const std::vector<StepSample> window(seen.end() - std::min<std::ptrdiff_t>(32, std::ssize(seen)), seen.end());
+            off += policy.budgets[k] != expected_budget(expected_fit(window), 0.8 * target, o.lo, o.hi);
+            int n = 0;
+            for (const auto& b : engine.steps[k]) n += b.n;
+            seen.push_back({n, m.weights + n * m.per_token});
         }
+        CHECK_MESSAGE(off == 0, off << " steps did not get the budget of the line fitted to the last 32 steps");
+        double worst = 0;
+        for (const auto& step : engine.steps) {
+            int n = 0;
+            for (const auto& b : step) n += b.n;
+            worst = std::max(worst, m.weights + n * m.per_token);
+        }
+        observe("round " + std::to_string(round) + " slowest step", worst, {1e-9, 1e-9});
+        CHECK_MESSAGE(worst <= target, "the slowest step took " << worst << " ms, over the target");
+        for (const auto& r : rs)
+            CHECK_MESSAGE(got[r.id] == alone(r.prompt, r.max_tokens), "request " << r.id << " got other tokens");
     }
 }
 
 TEST_CASE("lab08.seed.other_seed_other_inputs") {
     Inputs a(1, 0), b(1, 1);
-    bool differ = false;
-    for (int t = 0; t < 10; t++) differ = differ || random_world(a).seqs.size() != random_world(b).seqs.size();
-    CHECK_MESSAGE(differ, "PDLAB_TEST_SEED must change the random states");
+    CHECK_MESSAGE(a.uniform(0.5, 200) != b.uniform(0.5, 200), "PDLAB_TEST_SEED must change the samples");
 }

@@ -37,13 +37,4 @@ ItlSplit split_itl(std::span<const serve::RequestTiming> timings, int long_from)
     return s;
 }
 
-std::vector<LinkRow> link_model(double kv_bytes, double colocated_ttft_ms, double stall_ms) {
-    std::vector<LinkRow> rows;
-    for (double gbps : {10.0, 100.0, 400.0}) {
-        const double ms = kv_bytes * 8 / (gbps * 1e9) * 1e3;
-        rows.push_back({gbps, ms, ms / (colocated_ttft_ms + ms), ms < stall_ms});
-    }
-    return rows;
-}
-
 }  // namespace pd::lab09

@@ -54,4 +54,33 @@ void pack_kv(const PagedKVCache& c, const BlockTable& t, LayerRange r, std::span
 // those blocks' layers `r` and nothing else.
 void unpack_kv(std::span<const float> in, LayerRange r, PagedKVCache& c, const BlockTable& t);
 
+// Task 5: the decision. One long prompt, measured: its KV bytes, its prefill
+// time, and the decode stall splitting removes (colocated ITL p99 with long
+// prompts arriving minus without).
+struct SplitCase {
+    double kv_bytes = 0;    // the prompt's KV, all layers
+    double prefill_ms = 0;  // its prefill on a prefill worker
+    double link_gbps = 0;   // the link, gigabits per second
+    double stall_ms = 0;    // the decode stall that splitting removes
+};
+struct SplitVerdict {
+    double transfer_ms = 0;  // every byte over the link, nothing overlapped: kv_bytes * 8 / link_gbps ns
+    double exposed_ms = 0;   // what the transfer adds after the prefill ended
+    bool pays = false;       // exposed_ms < stall_ms
+};
+// The pipeline of `schedule` (task 1's messages) over `n_layers` layers: the
+// prefill computes the layers one after another, each in prefill_ms /
+// n_layers; a message leaves when its last layer is computed; the link
+// carries one message at a time, a message of m layers taking m / n_layers
+// of transfer_ms. For the messages in order,
+//     ready_i = prefill_ms * (last layer of message i + 1) / n_layers
+//     done_i  = max(done_(i-1), ready_i) + its share of transfer_ms   (done_(-1) = 0)
+// and exposed_ms = done of the last message - prefill_ms. One message after
+// the prefill exposes all of transfer_ms; one per layer, on a link faster than
+// the prefill, only the last layer's share.
+// Throws pd::UserError (pd::fail) naming the value when kv_bytes or
+// prefill_ms is negative, link_gbps is not above 0 (or not a number),
+// n_layers < 1 or the schedule is empty.
+SplitVerdict split_verdict(const SplitCase& c, std::span<const LayerRange> schedule, int n_layers);
+
 }  // namespace pd::lab09

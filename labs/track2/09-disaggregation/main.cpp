@@ -1,7 +1,9 @@
 // Lab 09: prefill and decode on different workers, the KV cache moved between
 // them over MPI, against both on one worker.
 //
-//   mpirun -n 3 --oversubscribe build/labs/track2/09-disaggregation/09-disaggregation --prefill 1 --decode 1
+//   ./kit run 09 --prefill 1 --decode 1
+//
+// which starts it under mpirun (mpirun.sh: mpirun -n 1+P+D --oversubscribe this-program ...).
 //
 // Rank 0 (the router) prints everything:
 //   [1] your four functions tried once (a missing one stops every rank, exit 3)
@@ -10,7 +12,8 @@
 //       each KV transfer packed and unpacked by YOUR functions on YOUR schedule
 //   [4] KV bytes per request against prompt length; transfer time, its share of TTFT
 //   [5] TTFT, decode ITL p99 with and without long prompts arriving, throughput
-//   [6] the shared-memory transfer rate next to DRAM; the link model (when splitting pays)
+//   [6] the shared-memory transfer rate next to DRAM; YOUR split_verdict: the exposed
+//       transfer predicted against the measured, and when splitting pays on other links
 //   [7] both modes' tokens compared; CSVs for plot.py
 // Run alone (no mpirun): [1] and [2], and how to start [3].
 #include <algorithm>
@@ -90,6 +93,8 @@ void try_exercises() {
     lab09::transfer_schedule(1, 1);
     lab09::pack_kv(c, t, {0, 1}, msg);
     lab09::unpack_kv(msg, {0, 1}, c, t);
+    const dg::LayerRange one[] = {{0, 1}};
+    lab09::split_verdict({1, 1, 1, 1}, one, 1);
 }
 
 // ---- The trace: short prompts, and about long_share of them long, same arrivals.
@@ -183,8 +188,41 @@ void print_transfers(const dg::DisaggResult& d) {
     }
 }
 
+// [6] YOUR split_verdict on one long prompt's measured bytes, prefill time and
+// stall: first at the probed link rate with this run's schedule, against the
+// exposed time measured; then over 10, 100 and 400 Gb/s, with one message
+// after the prefill and with one message a layer.
+struct LinkRow {
+    double gbps = 0;
+    lab09::SplitVerdict once, per_layer;
+};
+
+std::vector<LinkRow> split_table(lab09::SplitCase c, const std::vector<dg::LayerRange>& plan, int n_layers,
+                                 const std::vector<double>& measured_exposed_ms) {
+    const lab09::SplitVerdict here = lab09::split_verdict(c, plan, n_layers);
+    std::printf("    YOUR split_verdict on a long prompt's medians (KV %.1f MB, prefill %.1f ms, decode stall "
+                "removed %.1f ms: colocated ITL p99 with long prompts arriving minus without)\n"
+                "    at the probed %.1f Gb/s with this run's %zu message%s: exposed %.2f ms predicted, %.2f ms "
+                "measured (median after-prefill time of the long prompts, [4])\n",
+                c.kv_bytes / 1e6, c.prefill_ms, c.stall_ms, c.link_gbps, plan.size(), plan.size() > 1 ? "s" : "",
+                here.exposed_ms, median(measured_exposed_ms));
+    std::printf("    A MODEL for other links (bytes over rate, the pipeline of exercise.hpp; no latency, no "
+                "protocol):\n    link       transfer ms   exposed, one message   exposed, a message a layer   pays "
+                "(one / per layer)\n");
+    std::vector<LinkRow> rows;
+    for (double gbps : {10.0, 100.0, 400.0}) {
+        c.link_gbps = gbps;
+        rows.push_back({gbps, lab09::split_verdict(c, lab09::transfer_schedule(n_layers, n_layers), n_layers),
+                        lab09::split_verdict(c, lab09::transfer_schedule(n_layers, 1), n_layers)});
+        const LinkRow& r = rows.back();
+        std::printf("    %4.0f Gb/s %12.2f %22.2f %28.2f   %s / %s\n", gbps, r.once.transfer_ms, r.once.exposed_ms,
+                    r.per_layer.exposed_ms, r.once.pays ? "yes" : "no", r.per_layer.pays ? "yes" : "no");
+    }
+    return rows;
+}
+
 void write_csvs(const fs::path& dir, const serve::ReplayResult& co, const dg::DisaggResult& d, int long_from,
-                const std::vector<lab09::LinkRow>& links) {
+                const std::vector<LinkRow>& links) {
     fs::create_directories(dir);
     std::ofstream req(dir / "requests.csv"), itl(dir / "itl.csv"), link(dir / "links.csv");
     req << "id,prompt_tokens,kv_bytes,wire_ms,exposed_ms,ttft_disagg_ms,ttft_colocated_ms\n";
@@ -199,8 +237,10 @@ void write_csvs(const fs::path& dir, const serve::ReplayResult& co, const dg::Di
         for (double x : s.with_long_ms) itl << mode << ",1," << x << "\n";
         for (double x : s.without_long_ms) itl << mode << ",0," << x << "\n";
     }
-    link << "gbps,transfer_ms,share_of_ttft,pays\n";
-    for (const auto& l : links) link << fmt::format("{},{},{},{}\n", l.gbps, l.transfer_ms, l.share_of_ttft, int(l.pays));
+    link << "gbps,transfer_ms,exposed_one_message_ms,exposed_per_layer_ms,pays_one_message,pays_per_layer\n";
+    for (const auto& l : links)
+        link << fmt::format("{},{},{},{},{},{}\n", l.gbps, l.once.transfer_ms, l.once.exposed_ms,
+                            l.per_layer.exposed_ms, int(l.once.pays), int(l.per_layer.pays));
     if (!req || !itl || !link) fail("cannot write the CSV files in {}", dir.string());
 }
 
@@ -249,7 +289,7 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     std::printf("trace    %zu requests, Poisson %.1f req/s; prompts %s, %.0f%% of them %d tokens; outputs %s "
                 "(EOS ignored)\n", reqs.size(), o.rate, o.short_len.c_str(), 100 * o.long_share, o.long_len,
                 o.output_len.c_str());
-    std::printf("\n[1] your transfer schedule, packed_floats, pack_kv and unpack_kv answer (ok)\n");
+    std::printf("\n[1] your transfer schedule, packed_floats, pack_kv, unpack_kv and split_verdict answer (ok)\n");
 
     std::printf("\n[2] colocated: one engine does prefill and decode (%d threads, continuous batching, "
                 "%d tokens a step)\n", o.lab.threads, o.limits.max_tokens_per_step);
@@ -257,8 +297,8 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     const ModeSummary cs = summarize(co.timings, co.duration_s, long_from);
 
     if (mpi.size() < 2) {
-        std::printf("\n[3] disaggregated: needs workers. Run it under MPI, e.g.\n"
-                    "      mpirun -n 3 --oversubscribe %s --prefill 1 --decode 1\n", "build/labs/track2/09-disaggregation/09-disaggregation");
+        std::printf("\n[3] disaggregated: needs workers, one MPI rank each. ./kit run 09 starts them under mpirun;\n"
+                    "    by hand: mpirun -n 3 --oversubscribe %s --prefill 1 --decode 1\n", "build/labs/track2/09-disaggregation/09-disaggregation");
         std::printf("\n  mode            TTFT p50      p99  ITL p50      p99  p99 long arriving  p99 none arriving  tok/s\n");
         print_mode("colocated", cs);
         return lab::finish(true);
@@ -281,12 +321,14 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     print_mode("disaggregated", ds);
 
     double bytes = 0, wire = 0;
-    std::vector<double> long_bytes, long_ttft;
+    std::vector<double> long_bytes, long_prefill, long_exposed;
     for (std::size_t i = 0; i < d.transfers.size(); i++) {
-        bytes += d.transfers[i].bytes, wire += d.transfers[i].wire_s();
+        const dg::TransferRecord& x = d.transfers[i];
+        bytes += x.bytes, wire += x.wire_s();
         if (d.timings[i].prompt_tokens >= long_from) {
-            long_bytes.push_back(d.transfers[i].bytes);
-            long_ttft.push_back(1e3 * (co.timings[i].token_s.front() - co.timings[i].arrival_s));
+            long_bytes.push_back(x.bytes);
+            long_prefill.push_back(1e3 * (x.prefill_end_s - x.prefill_start_s));
+            long_exposed.push_back(1e3 * x.exposed_s());
         }
     }
     const double dram = quick_bandwidth(0.3).best_gbps, in_trace = bytes / wire / 1e9;
@@ -295,14 +337,8 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
                 "post to last block in place: compute and polling included)\n",
                 kProbeBytes >> 20, link_gbps, dram, in_trace);
     const double stall = std::max(0.0, cs.itl_long.p99 - cs.itl_quiet.p99);
-    const auto links = lab09::link_model(median(long_bytes), median(long_ttft), stall);
-    std::printf("    A MODEL, not a measurement: one long prompt's KV (%.1f MB, measured) over a link, bytes / rate "
-                "only;\n    splitting pays when that is below the decode stall it removes (colocated ITL p99 with "
-                "long prompts arriving minus without: %.1f ms)\n", median(long_bytes) / 1e6, stall);
-    std::printf("    link       transfer ms   share of a long TTFT   pays\n");
-    for (const auto& l : links)
-        std::printf("    %4.0f Gb/s %12.2f %21.1f%%   %s\n", l.gbps, l.transfer_ms, 100 * l.share_of_ttft,
-                    l.pays ? "yes" : "no");
+    const lab09::SplitCase measured{median(long_bytes), median(long_prefill), 8 * link_gbps, stall};
+    const std::vector<LinkRow> links = split_table(measured, plan, c.n_layers, long_exposed);
 
     const bool same = d.output_ids == co.output_ids;
     std::printf("\n[7] every request got the same tokens in both modes: %s\n",
@@ -369,9 +405,10 @@ int main(int argc, char** argv) {
         "a prefill worker to a decode worker. This program runs one mixed trace (short prompts and\n"
         "some long ones, streaming answers) both ways, with YOUR packing and transfer schedule\n"
         "(exercise.cpp), and prints the KV bytes moved, what moving them cost, the ITL with and\n"
-        "without long prompts arriving, and a link model of when splitting pays. Run it with\n"
-        "  mpirun -n 3 --oversubscribe <this program> --prefill 1 --decode 1\n"
-        "(alone it runs the colocated half). CSVs go into --out; plot.py draws them.",
+        "without long prompts arriving, and YOUR model of when splitting pays. Run it with\n"
+        "  ./kit run 09 --prefill 1 --decode 1\n"
+        "which starts 1 + P + D ranks under mpirun (mpirun.sh shows how); alone, without\n"
+        "mpirun, it runs the colocated half. CSVs go into --out; plot.py draws them.",
         "09-disaggregation");
     cli::add_common(&app, o.lab);
     app.add_option("--prefill", o.prefill, "prefill workers (MPI ranks 1..P)")->check(CLI::Range(1, 64))->capture_default_str();

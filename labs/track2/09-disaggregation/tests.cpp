@@ -7,9 +7,11 @@
 //   meson test -C build --suite track2-09        (all of them)
 //   build/labs/track2/09-disaggregation/lab09_tests --test-case='lab09.pack.*'
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
+#include "common.hpp"
 #include "engine/sampler.hpp"
 #include "exercise.hpp"
 #include "io/model_source.hpp"
@@ -231,6 +233,95 @@ TEST_CASE("lab09.transfer.same_tokens_as_colocated") {
         CHECK_MESSAGE(moved == stayed, "decoding from the moved blocks must give the tokens decoding in place "
                                        "gives: a block, layer or K/V out of place changes them");
     }
+}
+
+namespace {
+
+// Runs of m layers, the last shorter: the schedule, built here so that the
+// decision tests do not depend on task 1.
+std::vector<LayerRange> runs_of(int n_layers, int m) {
+    std::vector<LayerRange> plan;
+    for (int l = 0; l < n_layers; l += m) plan.push_back({l, std::min(n_layers, l + m)});
+    return plan;
+}
+
+// The pipeline of exercise.hpp, restated: each message's start and end, by layer.
+double expected_exposed(const SplitCase& c, const std::vector<LayerRange>& plan, int n_layers) {
+    const double wire = c.kv_bytes * 8 / c.link_gbps / 1e6;
+    double done = 0;
+    for (const LayerRange& r : plan) {
+        const double ready = c.prefill_ms * r.last / n_layers;
+        done = std::max(done, ready) + wire * r.size() / n_layers;
+    }
+    return done - c.prefill_ms;
+}
+
+const pd::lab::Tolerance kMsTol{1e-9, 1e-9};
+
+bool near(double got, double want) { return std::abs(got - want) <= kMsTol.atol + kMsTol.rtol * std::abs(want); }
+
+}  // namespace
+
+TEST_CASE("lab09.decision.hand_worked") {
+    pd::lab::needs([] { split_verdict({1, 1, 1, 1}, runs_of(1, 1), 1); });
+    // 4 layers, a 40 ms prefill (10 ms a layer), 20 MB over 8 Gb/s: 20 ms on the wire.
+    struct Case {
+        double gbps;
+        int per_message;
+        double exposed;
+        const char* why;
+    };
+    for (const Case& k : {Case{8, 4, 20, "one message after the prefill: all 20 ms"},
+                          Case{8, 1, 5, "a message a layer, 5 ms each, each landed before the next is ready: the last"},
+                          Case{8, 2, 10, "two messages of 10 ms, ready at 20 and 40 ms: the second"},
+                          Case{2, 1, 50, "a slow link, 20 ms a layer against 10 ms of compute: the queue grows, "
+                                         "done at 30, 50, 70, 90 ms"}}) {
+        const SplitVerdict v = split_verdict({20e6, 40, k.gbps, 30}, runs_of(4, k.per_message), 4);
+        observe(std::string(k.why) + " transfer", v.transfer_ms, kMsTol);
+        observe(std::string(k.why) + " exposed", v.exposed_ms, kMsTol);
+        observe(std::string(k.why) + " pays", v.pays);
+        INFO(k.gbps << " Gb/s, " << k.per_message << " layers a message");
+        CHECK_MESSAGE(near(v.transfer_ms, 20e6 * 8 / k.gbps / 1e6), "transfer_ms: every byte over the link");
+        CHECK_MESSAGE(near(v.exposed_ms, k.exposed), k.why << "; yours " << v.exposed_ms << " ms");
+        CHECK_MESSAGE(v.pays == (k.exposed < 30), "pays: exposed below the 30 ms stall it removes");
+    }
+}
+
+TEST_CASE("lab09.decision.random_pipelines") {
+    pd::lab::needs([] { split_verdict({1, 1, 1, 1}, runs_of(1, 1), 1); });
+    Inputs in(7);
+    for (int trial = 0; trial < 300; trial++) {
+        const int layers = in.integer(1, 96), per = in.integer(1, layers + 2);
+        const SplitCase c{in.uniform(0, 2e9), in.uniform(0, 5000), in.integer(0, 3) ? in.uniform(0.5, 800) : 1e-3,
+                          in.uniform(0, 500)};
+        const auto plan = runs_of(layers, per);
+        const SplitVerdict v = split_verdict(c, plan, layers);
+        const double want = expected_exposed(c, plan, layers);
+        observe("trial " + std::to_string(trial) + " exposed", v.exposed_ms, kMsTol);
+        observe("trial " + std::to_string(trial) + " pays", v.pays);
+        INFO(c.kv_bytes << " bytes, prefill " << c.prefill_ms << " ms, " << c.link_gbps << " Gb/s, " << layers
+                        << " layers, " << per << " a message; expected " << want << " ms, yours " << v.exposed_ms);
+        CHECK(near(v.exposed_ms, want));
+        if (std::abs(want - c.stall_ms) > 1e-6 * c.stall_ms) CHECK(v.pays == (want < c.stall_ms));
+    }
+}
+
+TEST_CASE("lab09.decision.bad_values_are_refused") {
+    pd::lab::needs([] { split_verdict({1, 1, 1, 1}, runs_of(1, 1), 1); });
+    const auto plan = runs_of(4, 1);
+    struct Bad {
+        SplitCase c;
+        int layers;
+        const char* names;
+    };
+    for (const Bad& b : {Bad{{-1, 40, 8, 30}, 4, "-1"}, Bad{{1e6, -5, 8, 30}, 4, "-5"}, Bad{{1e6, 40, 0, 30}, 4, "0"},
+                         Bad{{1e6, 40, NAN, 30}, 4, "nan"}, Bad{{1e6, 40, 8, 30}, 0, "0"}}) {
+        INFO("kv_bytes " << b.c.kv_bytes << ", prefill " << b.c.prefill_ms << ", link " << b.c.link_gbps
+                         << ", layers " << b.layers);
+        CHECK_THROWS_AS(split_verdict(b.c, plan, b.layers), pd::UserError);
+        CHECK_THROWS_WITH(split_verdict(b.c, plan, b.layers), doctest::Contains(b.names));
+    }
+    CHECK_THROWS_AS(split_verdict({1e6, 40, 8, 30}, std::vector<LayerRange>{}, 4), pd::UserError);
 }
 
 TEST_CASE("lab09.seed.other_seed_other_inputs") {

@@ -3,35 +3,45 @@
 #include "../../../labs/track2/08-chunked-prefill/exercise.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common.hpp"
 
 namespace pd::lab08 {
 
-namespace {
-
-// The last sampled token of a started sequence: one token to run.
-bool is_decode_row(const SeqState& q) { return q.remaining() == 1 && q.computed > 0; }
-
-}  // namespace
-
-void plan_step(const SchedulerState& s, int budget, std::vector<BatchItem>& out) {
-    if (budget < 1) fail("the token budget of a step must be at least 1 token, got {}", budget);
-    int left = budget;
-    // Decode rows first: one token each keeps every stream flowing.
-    for (int id : s.running) {
-        if (left == 0) return;
-        if (is_decode_row(s.seqs[std::size_t(id)])) out.push_back({id, 1}), left--;
+StepCost fit_step_cost(std::span<const StepSample> samples) {
+    if (samples.empty()) return {};
+    double mean_x = 0, mean_y = 0;
+    for (const StepSample& s : samples) mean_x += s.tokens, mean_y += s.ms;
+    mean_x /= double(samples.size()), mean_y /= double(samples.size());
+    double sxy = 0, sxx = 0;
+    for (const StepSample& s : samples) {
+        sxy += (s.tokens - mean_x) * (s.ms - mean_y);
+        sxx += (s.tokens - mean_x) * (s.tokens - mean_x);
     }
-    // Then prefill chunks, oldest first, from what the decode rows left.
-    for (int id : s.running) {
-        if (left == 0) return;
-        const SeqState& q = s.seqs[std::size_t(id)];
-        if (is_decode_row(q) || q.remaining() < 1) continue;
-        const int n = std::min(q.remaining(), left);
-        out.push_back({id, n});
-        left -= n;
-    }
+    // Rule a: one token count says nothing about the slope.
+    if (sxx == 0) return {};
+    const double slope = sxy / sxx;
+    // Rule b: noise made bigger steps look no dearer: no line to trust.
+    if (slope <= 0) return {};
+    const double intercept = mean_y - slope * mean_x;
+    if (intercept >= 0) return {intercept, slope, true};
+    // Rule c: no step costs less than nothing: the line through the origin.
+    double x2 = 0, xy = 0;
+    for (const StepSample& s : samples) x2 += double(s.tokens) * s.tokens, xy += s.tokens * s.ms;
+    return {0, xy / x2, true};
+}
+
+int budget_for_target(const StepCost& cost, double target_ms, int lo, int hi) {
+    if (!(target_ms > 0)) fail("the latency target must be a positive number of ms, got {}", target_ms);
+    if (lo < 1) fail("the smallest budget must be at least 1 token, got {}", lo);
+    if (lo > hi) fail("the smallest budget {} is above the largest {}", lo, hi);
+    if (!cost.known) return lo;
+    if (cost.per_token_ms == 0) return cost.weights_ms <= target_ms ? hi : lo;
+    // Solve weights + B * per_token <= target for the largest whole B, in
+    // doubles first: a target far above the line overflows an int.
+    const double fits = std::floor((target_ms - cost.weights_ms) / cost.per_token_ms);
+    return int(std::clamp(fits, double(lo), double(hi)));
 }
 
 }  // namespace pd::lab08

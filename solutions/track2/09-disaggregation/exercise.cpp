@@ -62,4 +62,22 @@ void unpack_kv(std::span<const float> in, LayerRange r, PagedKVCache& c, const B
     });
 }
 
+SplitVerdict split_verdict(const SplitCase& c, std::span<const LayerRange> schedule, int n_layers) {
+    if (!(c.kv_bytes >= 0)) fail("the KV bytes must be 0 or more, got {}", c.kv_bytes);
+    if (!(c.prefill_ms >= 0)) fail("the prefill time must be 0 ms or more, got {}", c.prefill_ms);
+    if (!(c.link_gbps > 0)) fail("the link must carry more than 0 Gb/s, got {}", c.link_gbps);
+    if (n_layers < 1) fail("a model has at least 1 layer, got {}", n_layers);
+    if (schedule.empty()) fail("a transfer has at least one message, got an empty schedule");
+    const double transfer_ms = c.kv_bytes * 8 / c.link_gbps / 1e6;  // bits / (Gb/s) = ns
+    const double per_layer_compute = c.prefill_ms / n_layers, per_layer_wire = transfer_ms / n_layers;
+    // The link is one queue: a message starts when it is ready and the one before has landed.
+    double done = 0;
+    for (const LayerRange& r : schedule) {
+        const double ready = per_layer_compute * r.last;
+        done = std::max(done, ready) + per_layer_wire * (r.last - r.first);
+    }
+    const double exposed = done - c.prefill_ms;
+    return {transfer_ms, exposed, exposed < c.stall_ms};
+}
+
 }  // namespace pd::lab09
