@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "startup_load.hpp"
 #include "todo_exercise.hpp"
 
 namespace pd::lab {
@@ -26,7 +27,9 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
         return 0;
     }
     try {
-        return body();
+        const int rc = body();
+        cli::warn_if_timings_unreliable();
+        return rc;
     } catch (const NotImplemented& e) {
         std::fprintf(stderr,
                      "\nExercise not implemented yet: %s\n  in %s\n  hint: %s\n"

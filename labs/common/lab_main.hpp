@@ -17,6 +17,8 @@ namespace pd::lab {
 // Parses argv with `app`, then runs `body`, mapping errors to exit codes.
 // With PDLAB_ARGS_ONLY=1 in the environment it stops after the parse (exit 0):
 // tests/tools/handout_commands.py checks the long commands of the handouts so.
+// Every lab program prints timings: when other work or a hypervisor took CPU
+// time meanwhile, a one-line warning follows them (cli::warn_if_timings_unreliable).
 int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
 // The one way every lab program ends: prints "All checks passed." or which

@@ -1,5 +1,6 @@
 #include "io/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -152,6 +153,34 @@ void refuse_unimplemented(const JsonObject& j, const std::string& type) {
     }
 }
 
+// The keys read_gpt2 and read_llama read, for each model_type (and
+// parse_hf_config's own: model_type, bos/eos).
+const std::vector<std::string_view>& read_keys(const std::string& type) {
+    static const std::vector<std::string_view> gpt2 = {
+        "n_embd", "n_layer", "n_head", "n_inner", "vocab_size", "n_positions", "n_ctx", "layer_norm_epsilon",
+        "activation_function"};
+    static const std::vector<std::string_view> llama = {
+        "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+        "head_dim", "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+        "tie_word_embeddings", "rope_scaling", "sliding_window"};
+    return type == "gpt2" ? gpt2 : llama;
+}
+
+// Keys that name, document or train a checkpoint, or tune memory and speed,
+// and leave the logits of a forward pass as they are.
+bool bookkeeping_key(std::string_view key) {
+    static const std::vector<std::string_view> keys = {
+        "model_type", "bos_token_id", "eos_token_id", "pad_token_id", "architectures", "torch_dtype", "dtype",
+        "transformers_version", "_name_or_path", "use_cache", "initializer_range", "attention_dropout",
+        "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj",
+        "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "task_specific_params",
+        "id2label", "label2id", "tokenizer_class", "pretraining_tp", "max_window_layers",
+        "reorder_and_upcast_attn", "n_special", "predict_special_tokens", "output_attentions",
+        "output_hidden_states", "return_dict", "is_decoder", "is_encoder_decoder", "tie_encoder_decoder",
+        "chunk_size_feed_forward", "problem_type"};
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
 // rope_scaling: absent, null, "default" (none) or Llama 3's; any other rope_type is refused by name.
 RopeScaling read_rope_scaling(const JsonObject& j) {
     RopeScaling r;
@@ -227,6 +256,23 @@ Config parse_hf_config(std::string_view text, const std::string& origin) {
     c.eos_id = token_id(j, "eos_token_id");
     validate(c, origin);
     return c;
+}
+
+std::vector<std::string> unknown_config_keys(std::string_view text, const std::string& origin) {
+    Json root = parse_json(text, origin);
+    JsonObject j(root, origin);
+    const std::string type = j.string_or("model_type", "");
+    const std::vector<std::string_view>& read = read_keys(type);
+    std::vector<std::string> unknown;
+    for (const auto& [key, value] : j.json().items()) {
+        const bool refused_when_it_matters =
+            std::any_of(unimplemented_keys().begin(), unimplemented_keys().end(),
+                        [&](const Unimplemented& u) { return key == u.key; });
+        if (std::find(read.begin(), read.end(), key) == read.end() && !refused_when_it_matters &&
+            !bookkeeping_key(key))
+            unknown.push_back(key);
+    }
+    return unknown;
 }
 
 Config load_hf_config(const std::filesystem::path& path) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pd {
 
@@ -100,6 +101,12 @@ void validate(const Config& c, const std::string& origin);
 Config load_hf_config(const std::filesystem::path& config_json);
 // The same from the file's text; `origin` names it in messages.
 Config parse_hf_config(std::string_view text, const std::string& origin);
+
+// The keys of a config.json (its text) the kit neither reads, nor refuses when
+// they would change the math (config.cpp's unimplemented_keys()), nor knows
+// to leave the math alone (names, dropout, dtype, ...): pdlab info lists them,
+// for the reader to check against the model's own code.
+std::vector<std::string> unknown_config_keys(std::string_view text, const std::string& origin);
 
 // Parses "PRESET", "FAMILY,key=value,..." or "PRESET,key=value,..." (the part
 // after "synthetic:"). Returns the shape and the seed in `seed`.

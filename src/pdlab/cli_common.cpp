@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "startup_load.hpp"
+
 namespace pd::cli {
 
 void add_workload(CLI::App* app, BenchOptions& b, const std::string& each, const std::string& seed_note) {
@@ -20,8 +22,8 @@ void add_workload(CLI::App* app, BenchOptions& b, const std::string& each, const
 void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
     app->add_option("--model,-m", o.model, model_help())->capture_default_str();
     app->add_option("--threads,-t", o.threads,
-                    "OpenMP threads for every kernel (default: all cores). Timings depend on it: "
-                    "report it with them.")
+                    "OpenMP threads for every kernel (default: the cores other work leaves free, "
+                    "now " + default_threads_note() + "). Timings depend on it: report it with them.")
         ->check(CLI::Range(1, 1024).description("(1 to 1024)"));
     app->add_option("--precision", o.precision,
                     "f32: weights and math in float32. bf16: weights stored in bfloat16 (half the "

@@ -21,7 +21,7 @@ inline const std::vector<std::string> kPrecisionNames = {"f32", "bf16", "int8", 
 
 struct CommonOptions {
     std::string model = "tiny";
-    int threads = 0;                 // 0: all cores
+    int threads = 0;                 // 0: the default startup_load.hpp chose
     std::string precision = "f32";
     int group_size = 64;             // --group-size: inputs per int8 or int4 scale
     std::string device = "cpu";

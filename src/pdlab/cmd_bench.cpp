@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "measure/hardware.hpp"
+#include "startup_load.hpp"
 
 namespace pd::cli {
 
@@ -204,8 +205,10 @@ int run_bench_command(const BenchCliOptions& o) {
                  b.prompt_len, b.gen, b.batch, b.warmup, b.repeats);
     const std::string kernels = cpu_kernels(*s.engine);
     if (!kernels.empty()) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
+    if (o.common.threads == 0) std::fprintf(stderr, "threads: %s\n", default_threads_note().c_str());
     BenchResult r = run_bench(*s.engine, b);
     print_bench(b, r);
+    warn_if_timings_unreliable();
     if (o.common.json.empty()) return 0;
     nlohmann::json j;
     add_run_fields(j, o, *s.engine);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "cmd_bench.hpp"
+#include "startup_load.hpp"
 
 namespace pd::cli {
 
@@ -149,6 +150,7 @@ int run_bench_turns_command(const BenchCliOptions& o, const std::vector<std::str
     const std::vector<BenchResult> results = run_bench_turns(engines, b);
     const std::vector<PairRatio> pairs = all_pairs(results);
     print_turns(b, entries, results, pairs);
+    warn_if_timings_unreliable();
     if (!o.common.json.empty()) write_json_file(o.common.json, turns_json(o, entries, results, pairs));
     return 0;
 }

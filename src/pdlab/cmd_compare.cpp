@@ -13,6 +13,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "measure/hardware.hpp"
+#include "startup_load.hpp"
 
 namespace pd::cli {
 
@@ -65,7 +66,9 @@ CLI::App* add_compare_options(CLI::App& app, CompareOptions& o) {
                     "f32, or bf16 (weights in bfloat16, products accumulated in float32), on both devices")
         ->check(CLI::IsMember({"f32", "bf16"}))
         ->capture_default_str();
-    sub->add_option("--threads,-t", o.threads, "OpenMP threads of the CPU run (default: all cores)")
+    sub->add_option("--threads,-t", o.threads,
+                    "OpenMP threads of the CPU run (default: the cores other work leaves free, now " +
+                        default_threads_note() + ")")
         ->check(CLI::PositiveNumber.description("(a positive number)"));
     add_workload(sub, o.bench, ", on each device", " (the same on both)");
     sub->add_option("--json", o.json, "also write both results and the ratios to this JSON file");

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint_notes.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "engine/generate.hpp"
@@ -170,6 +171,7 @@ int run_generate(GenerateCliOptions& o) {
     validate(o.sampler);
     check_speculate_flags(o);
     Session s = load_session(o.common);
+    note_generation_config(s.loaded);
     const Tokenizer& tok = s.loaded.tokenizer;
     std::vector<int> ids = prompt_ids(o.prompt, tok);
     start_engine(s, o.common, 1, generate_positions(ids.size(), o.n));

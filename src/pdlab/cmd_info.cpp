@@ -1,6 +1,7 @@
 // pdlab info: what a model is, and what it costs in memory.
 #include <cstdio>
 
+#include "checkpoint_notes.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 
@@ -67,6 +68,7 @@ Command add_info(CLI::App& app) {
                         s.loaded.load_ms);
         else
             std::printf("made             synthetic weights in %.0f ms\n", s.loaded.load_ms);
+        print_keys_not_acted_on(s.loaded);
         return 0;
     }};
 }

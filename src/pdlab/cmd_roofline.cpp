@@ -13,6 +13,7 @@
 #include "io/model_source.hpp"
 #include "engine/isa.hpp"
 #include "measure/roofline.hpp"
+#include "startup_load.hpp"
 
 namespace pd::cli {
 
@@ -81,7 +82,8 @@ CLI::App* add_roofline_options(CLI::App& app, RooflineOptions& o) {
     auto* sub = app.add_subcommand("roofline", roofline_help);
     sub->add_option("--model,-m", o.model, "also place this model's phases on the roofline. " + model_help());
     sub->add_option("--json", o.json, "also write the results to this JSON file");
-    sub->add_option("--threads,-t", o.threads, "OpenMP threads (default: all cores)")
+    sub->add_option("--threads,-t", o.threads,
+                    "OpenMP threads (default: the cores other work leaves free, now " + default_threads_note() + ")")
         ->check(CLI::Range(1, 1024));
     sub->add_option("--prompt-len,-P", o.prompt_len, "prompt length P for the prefill floor")
         ->check(CLI::Range(1, 1 << 20))

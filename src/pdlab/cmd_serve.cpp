@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "checkpoint_notes.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "serve/batching_worker.hpp"
@@ -162,6 +163,7 @@ int run_serve(ServeCliOptions& o) {
     if (o.batching == "serial" && o.kv_blocks > 0)
         fail("--kv-blocks sizes the paged KV cache of --batching continuous; --batching serial has one cache slot");
     Session s = load_session(o.common);
+    note_generation_config(s.loaded);
     o.server.model_name = o.common.model;
     o.server.max_body_bytes = std::size_t(o.max_body_mb) << 20;
     serve::ServerMetrics metrics;

@@ -419,17 +419,25 @@ def wait_idle_rss(server):
     return server.rss_kb()
 
 
-def load_client(server, stop_at, seeds, faults, lock):
+def percentile(values, p):
+    """The p-th percentile by the nearest rank (0 for none)."""
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * p / 100))] if s else 0.0
+
+
+def load_client(server, stop_at, seeds, faults, lock, seconds):
     rng = random.Random()
     while time.monotonic() < stop_at:
         seed = rng.randrange(1 << 40)
         want = rng.randint(4, 16)
         try:
+            t0 = time.monotonic()
             chunks, usage, _ = stream(server, {"prompt": "Once upon a time", "max_tokens": want, "seed": seed,
                                             "ignore_eos": True, "stream_options": {"include_usage": True}})
             assert len(chunks) == want == usage["completion_tokens"], (len(chunks), want, usage)
             with lock:
                 seeds.append(seed)
+                seconds.append(time.monotonic() - t0)
         except Exception as e:  # noqa: BLE001 - reported by the case
             with lock:
                 faults.append(repr(e))
@@ -437,9 +445,9 @@ def load_client(server, stop_at, seeds, faults, lock):
 
 def case_load(server):
     done_before = sum(v for k, v in metrics(server).items() if k.startswith("pdlab_request_success_total"))
-    seeds, faults, lock = [], [], threading.Lock()
+    seeds, faults, lock, seconds = [], [], threading.Lock(), []
     stop_at = time.monotonic() + LOAD_SECONDS
-    clients = [threading.Thread(target=load_client, args=(server, stop_at, seeds, faults, lock))
+    clients = [threading.Thread(target=load_client, args=(server, stop_at, seeds, faults, lock, seconds))
                for _ in range(LOAD_CLIENTS)]
     for t in clients:
         t.start()
@@ -456,7 +464,9 @@ def case_load(server):
     growth = rss_end - rss_warm
     print(f"  load: {len(seeds)} streams by {LOAD_CLIENTS} clients in {LOAD_SECONDS} s "
           f"({len(seeds) / LOAD_SECONDS:.1f} requests/s); "
-          f"RSS {rss_warm} kB after warm-up, {rss_end} kB at the end")
+          f"RSS {rss_warm} kB after warm-up, {rss_end} kB at the end; "
+          f"stream seconds p50 {percentile(seconds, 50):.2f}, p99 {percentile(seconds, 99):.2f}, "
+          f"max {max(seconds, default=0):.2f}")
     assert growth < RSS_GROWTH_KB, f"resident memory grew {growth} kB under steady load (bound {RSS_GROWTH_KB})"
 
 

@@ -10,6 +10,8 @@ Students (lab 03, or the lab grade_fake_class.py picks), each attacking the grad
                 fails its checks on purpose when more than 40 of them start
   twin          lab 03 only: the solution with attend_one_head's loop replaced by
                 a call to the engine's pd::attend_one (forbidden by may_not_use)
+  inline_twin   lab 03 only: the solution's head map, argument checks kept, returning
+                the engine's inline pd::kv_head_for (no symbol once inlined: issue 36)
   hardcoder     lab 03 only: kv_cache_bytes answers from a table recorded with
                 PDLAB_TEST_SEED unset (hardcoder.py; passes locally, see
                 tools.hardcoder_default_seed)
@@ -110,6 +112,20 @@ def twin_of(solution):
     return '#include "engine/attention.hpp"\n' + head + TWIN_BODY + rest
 
 
+# Lab 03's kv_head_for_query keeping its argument checks but returning the
+# engine's inline pd::kv_head_for (may_not_use): inlined, it leaves no symbol.
+INLINE_TWIN_CUT = "    const int group_size = n_heads / n_kv_heads;  // consecutive query heads share one KV head\n" \
+                  "    return h / group_size;\n"
+
+
+def inline_twin_of(solution):
+    """The lab 03 solution returning the engine's inline head map instead of its own."""
+    if INLINE_TWIN_CUT not in solution:
+        fail("the lab 03 solution has no head-map lines to cut the inline twin student at")
+    return '#include "engine/attention.hpp"\n' + solution.replace(
+        INLINE_TWIN_CUT, "    return pd::kv_head_for(h, n_heads, n_kv_heads);\n")
+
+
 def make_class(subs, lab, sol):
     solution = (sol / "exercise.cpp").read_text()
     students = {
@@ -119,6 +135,7 @@ def make_class(subs, lab, sol):
     }
     if lab.name.startswith("03-"):
         students["twin"] = twin_of(solution)
+        students["inline_twin"] = inline_twin_of(solution)
         students["hardcoder"] = hardcoder.student_of(solution)
     for name, body in BODIES.items():
         students[name] = solution + STATIC_INIT.format(body=body)
@@ -152,7 +169,9 @@ def check(rows, reports, max_points, subs, solution, sol):
              f"sandbox's processes, as the grader's dedicated --sandbox-uid does: {rows['membomb']}")
     forgers.check(rows, reports, json.loads((sol / "rubric.json").read_text()), fail)
     if "twin" in rows:
-        check_twin(rows["twin"], reports["twin"], max_points)
+        check_twin(rows["twin"], reports["twin"], max_points, "pd::attend_one")
+    if "inline_twin" in rows:
+        check_twin(rows["inline_twin"], reports["inline_twin"], max_points, "pd::kv_head_for")
     if "hardcoder" in rows:
         check_hardcoder(rows["hardcoder"], json.loads((sol / "rubric.json").read_text()))
     if "linker" not in rows or float(rows["linker"]["total"]) != 0 or "symlink" not in reports["linker"]:
@@ -166,12 +185,12 @@ def check(rows, reports, max_points, subs, solution, sol):
         fail(f"processes of the lingerer outlived the grading run: {lingering()}")
 
 
-def check_twin(row, report, max_points):
+def check_twin(row, report, max_points, helper):
     """Every check passes, but the call into the engine's twin costs its points."""
-    if "forbidden" not in row["status"] or "pd::attend_one" not in report:
-        fail(f"twin calls pd::attend_one (may_not_use) but is not flagged: {row}")
+    if "forbidden" not in row["status"] or helper not in report:
+        fail(f"a twin calls {helper} (may_not_use) but is not flagged: {row}")
     if not float(row["total"]) < max_points:
-        fail(f"twin kept full marks although it calls pd::attend_one: {row}")
+        fail(f"a twin kept full marks although it calls {helper}: {row}")
 
 
 def check_hardcoder(row, rubric):

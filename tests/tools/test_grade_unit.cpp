@@ -293,6 +293,41 @@ TEST_CASE("tools.grade.rubric.may_not_use") {
                          doctest::Contains("symbol"), RubricError);
 }
 
+// A header's inline function leaves no symbol in an optimised object; the
+// unoptimised compile keeps the call, even in code that asks whether it is
+// optimised (issue 36: lab 03's pd::kv_head_for scored 100).
+TEST_CASE("tools.grade.forbidden.unoptimized_compile") {
+    const std::vector<std::string> ninja_cc = {"ccache", "c++", "-std=c++20", "-O3", "-MD", "-MQ", "opt.o", "-MF",
+                                               "opt.o.d", "-o", "opt.o", "-c", "student.cpp"};
+    const std::vector<std::string> cc = unoptimized_command(ninja_cc, "unopt.o");
+    CHECK(cc == std::vector<std::string>{"c++", "-std=c++20", "-O0", "-fno-inline", "-D__OPTIMIZE__=1",
+                                         "-U__NO_INLINE__", "-o", "unopt.o", "-c", "student.cpp"});
+    CHECK(unoptimized_command({"c++", "-O2", "-o", "x.o", "x.cpp"}, "u.o").empty());  // links, no -c
+
+    const fs::path dir = fs::temp_directory_path() / ("grade-unit-inline." + std::to_string(getpid()));
+    fs::create_directories(dir);
+    std::ofstream(dir / "student.cpp") << "namespace pd { inline int kv_head_for(int h, int n, int k) { return h / (n / k); } }\n"
+                                          "#if defined(__OPTIMIZE__) && !defined(__NO_INLINE__)\n"
+                                          "int head(int h) { return pd::kv_head_for(h, 8, 2); }\n"
+                                          "#else\n"
+                                          "int head(int h) { return h / 4; }\n"
+                                          "#endif\n";
+    auto symbols = [&](const std::vector<std::string>& argv, const std::string& object) {
+        RunSpec compile;
+        compile.argv = argv;
+        compile.cwd = dir.string();
+        compile.timeout_s = 60;
+        REQUIRE(run_process(compile).ok());
+        RunSpec nm;
+        nm.argv = {"nm", "-C", (dir / object).string()};
+        return run_process(nm).output;
+    };
+    const std::vector<std::string> optimised(ninja_cc.begin() + 1, ninja_cc.end());
+    CHECK(symbols(optimised, "opt.o").find("pd::kv_head_for") == std::string::npos);
+    CHECK(symbols(cc, "unopt.o").find("pd::kv_head_for(int, int, int)") != std::string::npos);
+    fs::remove_all(dir);
+}
+
 // Observations (labs/common/observe.hpp writes them): a student's file must name
 // the reference's test cases in order, each passed, with the same observations
 // and values within the reference's tolerance; anything else is one line why.

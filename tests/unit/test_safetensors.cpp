@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "common.hpp"
 #include "io/config.hpp"
+#include "io/generation_config.hpp"
 #include "io/json_checked.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
@@ -135,6 +136,46 @@ TEST_CASE("engine.config.hf_llama_and_gpt2") {
     std::ofstream(d / "config.json") << R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
         "num_hidden_layers":2,"num_attention_heads":6,"num_key_value_heads":4,"vocab_size":300})";
     CHECK_THROWS_WITH_AS(load_hf_config(d / "config.json"), doctest::Contains("multiple of"), UserError);
+    fs::remove_all(d);
+}
+
+// Keys the kit does not know are named (pdlab info lists them); the ones it
+// reads, refuses when they matter, or knows as bookkeeping are not (issue 36).
+TEST_CASE("engine.config.unknown_keys_named") {
+    const std::string text = R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+        "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"torch_dtype":"bfloat16",
+        "hidden_act":"silu","architectures":["LlamaForCausalLM"],"qk_norm":true,"logit_scale":0.5})";
+    CHECK(unknown_config_keys(text, "config.json") == std::vector<std::string>{"logit_scale", "qk_norm"});
+    // The same key is read for one skeleton and unknown to the other.
+    CHECK(unknown_config_keys(R"({"model_type":"gpt2","n_embd":48,"hidden_size":48})", "config.json") ==
+          std::vector<std::string>{"hidden_size"});
+}
+
+// generation_config.json is not applied; every key of it that changes the
+// tokens is named, an eos that agrees with config.json's and bookkeeping are not.
+TEST_CASE("engine.config.generation_config_named") {
+    fs::path d = temp_dir("gen");
+    Config c;
+    c.eos_id = 2;
+    CHECK(generation_keys_not_applied(d, c).empty());  // no file
+    std::ofstream(d / "generation_config.json") << R"({"transformers_version":"4.44","eos_token_id":2,
+        "pad_token_id":0,"do_sample":true,"temperature":0.6,"top_p":0.9})";
+    std::vector<GenerationKey> keys = generation_keys_not_applied(d, c);
+    REQUIRE(keys.size() == 3);
+    CHECK(keys[0].key == "do_sample");
+    CHECK(keys[1].key == "temperature");
+    CHECK(keys[1].value == "0.6");
+    CHECK(keys[2].key == "top_p");
+    const std::string line = describe_not_applied(keys);
+    CHECK(line.find("temperature 0.6") != std::string::npos);
+    CHECK(line.find("not applied") != std::string::npos);
+    // More end-of-sequence ids than config.json's: named (the kit stops at id 2 only).
+    std::ofstream(d / "generation_config.json") << R"({"eos_token_id":[2,7]})";
+    keys = generation_keys_not_applied(d, c);
+    REQUIRE(keys.size() == 1);
+    CHECK(keys[0].value == "[2,7]");
+    std::ofstream(d / "generation_config.json") << "[1,2]";
+    CHECK_THROWS_AS(generation_keys_not_applied(d, c), UserError);
     fs::remove_all(d);
 }
 

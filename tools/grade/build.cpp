@@ -107,6 +107,7 @@ void introspect(Context& c) {
         throw KitError(fmt::format("the build has no program named {} (the lab's executable)", c.lab.folder));
     for (const auto& b : c.test_bins) c.ninja_targets.push_back(b.lexically_relative(c.work_build).string());
     if (!c.program.empty()) c.ninja_targets.push_back(c.program.lexically_relative(c.work_build).string());
+    c.unoptimized_compiles = unoptimized_compiles(c);
 }
 
 // Marks every check with why it could not run.

@@ -60,6 +60,10 @@ struct Context {
     std::map<std::string, std::string> test_env;
     fs::path program;
     std::vector<std::string> ninja_targets;
+    // Per exercise source: the compile that writes it unoptimised, nothing inlined
+    // (forbidden.hpp), from compile_commands.json as meson wrote it, before any
+    // student's build could change the file.
+    std::vector<std::vector<std::string>> unoptimized_compiles;
     std::vector<std::optional<json>> reference_json;  // per check
     std::vector<int> reference_cases;                 // per test check: how many test cases the solution ran
     // Per test check: what the solution's test cases observed (observations.hpp);

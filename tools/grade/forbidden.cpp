@@ -9,6 +9,7 @@
 #include "outputs.hpp"
 #include "process.hpp"
 #include "report.hpp"
+#include "workdir.hpp"
 
 namespace pd::grade {
 
@@ -35,6 +36,67 @@ struct Symbols {
     std::vector<std::string> called;   // undefined: what the object calls outside itself
     std::vector<std::string> present;  // every symbol, inline code from headers included
 };
+
+// A shell command line as words: quotes ('' and "") and backslashes undone,
+// as meson writes compile_commands.json.
+std::vector<std::string> shell_words(const std::string& line) {
+    std::vector<std::string> words;
+    std::string w;
+    bool in_word = false;
+    char quote = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char ch = line[i];
+        if (quote) {
+            if (ch == quote) quote = 0;
+            else if (ch == '\\' && quote == '"' && i + 1 < line.size()) w += line[++i];
+            else w += ch;
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch, in_word = true;
+        } else if (ch == '\\' && i + 1 < line.size()) {
+            w += line[++i], in_word = true;
+        } else if (ch == ' ' || ch == '\t') {
+            if (in_word) words.push_back(w);
+            w.clear(), in_word = false;
+        } else {
+            w += ch, in_word = true;
+        }
+    }
+    if (in_word) words.push_back(w);
+    return words;
+}
+
+fs::path unoptimized_dir(const Context& c) { return c.work_build / "grade-unoptimized"; }
+
+// The exercise sources compiled unoptimised, in the student's build sandbox
+// (their code is compiled: its #includes may reach only what ninja's may). A
+// compile that fails leaves a note: the check of inline calls did not run.
+std::vector<fs::path> unoptimized_objects(const Context& c, StudentResult& r) {
+    std::error_code ec;
+    fs::remove_all(unoptimized_dir(c), ec);
+    fs::create_directories(unoptimized_dir(c));
+    if (c.opt.sandbox) hand_to_sandbox(c, unoptimized_dir(c));
+    std::vector<fs::path> objects;
+    for (const auto& argv : c.unoptimized_compiles) {
+        RunSpec cc;
+        cc.argv = argv;
+        cc.cwd = c.work_build.string();
+        cc.timeout_s = c.opt.build_timeout_s;
+        if (c.opt.sandbox) {
+            cc.sandbox = SandboxSpec{{c.work_src}, {c.work_build}, c.work_build};
+            cc.extra_procs = sandbox_processes(c, true);
+            cc.run_as = sandbox_uid(c);
+            cc.file_bytes = std::size_t(1) << 30;
+        }
+        // The object follows -o (unoptimized_command put it there).
+        const fs::path object = *(std::find(argv.begin(), argv.end(), "-o") + 1);
+        const RunResult out = run_process(cc);
+        if (out.ok()) objects.push_back(object);
+        else r.notes.push_back("the exercise did not compile without optimisation (-O0 -fno-inline), so its calls "
+                               "of the headers' inline functions were not checked against the lab's may_not_use "
+                               "list: " + out.describe());
+    }
+    return objects;
+}
 
 // `nm -C` lines are "                 U pd::argmax(float const*, int)" (undefined)
 // or "0000000000000000 W pd::test::randn(...)" (defined here, e.g. inline).
@@ -79,6 +141,55 @@ double may_not_use_penalty(const Context& c, const std::vector<std::string>& cal
 
 }  // namespace
 
+std::vector<std::string> unoptimized_command(const std::vector<std::string>& command, const std::string& object) {
+    std::vector<std::string> out;
+    bool compiles = false, writes = false;
+    for (std::size_t i = 0; i < command.size(); ++i) {
+        const std::string& w = command[i];
+        if (i == 0 && w == "ccache") continue;
+        if (w == "-MD" || w == "-MMD") continue;
+        if (w == "-MF" || w == "-MQ" || w == "-MT") {
+            ++i;
+            continue;
+        }
+        if (w.size() == 3 && w.rfind("-O", 0) == 0) {
+            // The macros that tell optimised code from unoptimised keep their optimised
+            // values: an exercise must not call a forbidden helper only where it is inlined.
+            out.insert(out.end(), {"-O0", "-fno-inline", "-D__OPTIMIZE__=1", "-U__NO_INLINE__"});
+            continue;
+        }
+        if (w == "-o" && i + 1 < command.size()) {
+            out.insert(out.end(), {"-o", object});
+            writes = true;
+            ++i;
+            continue;
+        }
+        compiles = compiles || w == "-c";
+        out.push_back(w);
+    }
+    if (!compiles || !writes) return {};
+    return out;
+}
+
+std::vector<std::vector<std::string>> unoptimized_compiles(const Context& c) {
+    const fs::path db = c.work_build / "compile_commands.json";
+    if (!fs::exists(db)) return {};
+    const json entries = json::parse(read_file(db));
+    std::vector<std::vector<std::string>> commands;
+    for (const auto& src : c.lab.sources) {
+        const fs::path want = (c.work_src / c.lab.rel / src).lexically_normal();
+        for (const auto& e : entries) {
+            const fs::path file = fs::path(e.value("directory", "")) / e.value("file", "");
+            if (file.lexically_normal() != want) continue;
+            std::vector<std::string> cc = unoptimized_command(shell_words(e.value("command", "")),
+                                                              (unoptimized_dir(c) / (src + ".o")).string());
+            if (!cc.empty()) commands.push_back(cc);
+            break;
+        }
+    }
+    return commands;
+}
+
 bool symbol_matches(const std::string& name, const std::string& symbol) {
     return name == symbol || (name.size() > symbol.size() && name.rfind(symbol, 0) == 0 && name[symbol.size()] == '(');
 }
@@ -88,6 +199,13 @@ void apply_may_not_use(const Context& c, StudentResult& r) {
     for (const auto& o : exercise_objects(c)) {
         Symbols s = symbols_of(o);
         all.called.insert(all.called.end(), s.called.begin(), s.called.end());
+        all.present.insert(all.present.end(), s.present.begin(), s.present.end());
+    }
+    // Unoptimised, a header's inline function the exercise calls is a weak copy
+    // in its object (defined, not undefined): every symbol there is a use.
+    for (const auto& o : unoptimized_objects(c, r)) {
+        const Symbols s = symbols_of(o);
+        all.called.insert(all.called.end(), s.present.begin(), s.present.end());
         all.present.insert(all.present.end(), s.present.begin(), s.present.end());
     }
     std::size_t notes_before = r.notes.size();

@@ -1,7 +1,10 @@
 // The rubric's may_not_use list against one student's compiled exercise: the
 // undefined symbols of their exercise object (nm -C -u) are what it calls
 // outside itself, so a forbidden engine function shows there however the call
-// is spelled in the source.
+// is spelled in the source. A header's inline function (pd::kv_head_for) leaves
+// no such symbol once inlined: the exercise is compiled once more without
+// optimisation and inlining (unoptimized_command), where every function it
+// calls stays a call, and the symbols of that object count too.
 #pragma once
 
 #include "checks.hpp"
@@ -21,6 +24,17 @@ inline constexpr const char* kTestCodeNamespaces[] = {"pd::test::", "pd::ref::",
 // them for the tests' own code, with a note per symbol and ", forbidden
 // symbol" in the status. Call after the checks.
 void apply_may_not_use(const Context& c, StudentResult& r);
+
+// A compile command of compile_commands.json (words split) turned into one that
+// writes `object` with nothing inlined: -O0 -fno-inline in place of the
+// optimisation level (__OPTIMIZE__ still defined, __NO_INLINE__ not), no
+// dependency files, no ccache. Empty when `command` is
+// not a compile (no -c or no -o).
+std::vector<std::string> unoptimized_command(const std::vector<std::string>& command, const std::string& object);
+
+// unoptimized_command for each of the lab's exercise sources, from WORK/build's
+// compile_commands.json; objects in WORK/build/grade-unoptimized/.
+std::vector<std::vector<std::string>> unoptimized_compiles(const Context& c);
 
 // True when the demangled `name` is `symbol` or `symbol(...)`.
 bool symbol_matches(const std::string& name, const std::string& symbol);
