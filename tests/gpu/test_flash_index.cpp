@@ -113,7 +113,8 @@ TEST_CASE("gpu.host.flash_index") {
         const gpu::AttentionShape s{k.T, S, H, k.n_kv_heads, D};
         for (int h = 0; h < H; h++)
             for (int b0 = 0; b0 < k.T; b0 += gpu::kFlashBr)
-                for (int i0 = b0; i0 < b0 + gpu::kFlashBr; i0 += kRows) warp_rows(got.data(), q.data(), cpu, s, h, b0, i0);
+                for (int i0 = b0; i0 < b0 + gpu::kFlashBr; i0 += kRows)
+                    warp_rows(got.data(), q.data(), cpu, s, h, b0, i0);
         test::check_close(got, ref, 1e-5f, 1e-4f, "flash prefill walked on the CPU vs attention_prefill");
     }
 }

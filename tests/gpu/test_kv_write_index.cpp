@@ -123,7 +123,8 @@ TEST_CASE("gpu.host.kv_write_index") {
 
         {  // rope_kv_write
             const int stride = (H + 2 * Hkv) * D + 3;  // [q | k | v] and 3 floats more
-            std::vector<float> qkv(std::size_t(rows) * stride), cos_t(std::size_t(kMaxSeq) * D / 2), sin_t(cos_t.size());
+            std::vector<float> qkv(std::size_t(rows) * stride);
+            std::vector<float> cos_t(std::size_t(kMaxSeq) * D / 2), sin_t(cos_t.size());
             for (float& x : qkv) x = normal(rng);
             rope_tables(cos_t.data(), sin_t.data(), kMaxSeq, D, 10000.0f);
             // The CPU: rope on the q heads and the k heads, then the cache write.
@@ -143,7 +144,8 @@ TEST_CASE("gpu.host.kv_write_index") {
                 const auto [r, h, j] = gpu::rope_pair(i, H, Hkv, D);
                 const int p = pos[r];
                 float* x = qkv.data() + r * stride + long(h) * D;
-                const float2 rot = gpu::rotate_pair(x[j], x[j + half], cos_t[long(p) * half + j], sin_t[long(p) * half + j]);
+                const float2 rot =
+                    gpu::rotate_pair(x[j], x[j + half], cos_t[long(p) * half + j], sin_t[long(p) * half + j]);
                 if (h < H) {
                     x[j] = rot.x, x[j + half] = rot.y;
                     continue;
