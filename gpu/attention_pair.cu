@@ -7,6 +7,8 @@
 
 #include "common.cuh"
 #include "cuda_check.cuh"
+#include "decode_index.cuh"
+#include "flash_index.cuh"
 
 namespace pd::gpu {
 
@@ -24,9 +26,6 @@ void check_shape(const AttentionShape& s) {
     PD_GPU_REQUIRE(s.n_heads >= 1 && s.n_kv_heads >= 1 && s.n_heads % s.n_kv_heads == 0);
 }
 
-// Keys query i may see: positions 0 .. S - T + i.
-__device__ __forceinline__ int visible(const AttentionShape& s, int i) { return s.S - s.T + i + 1; }
-
 // --- naive: three kernels, the scores in global memory ---------------------------------
 
 constexpr int kNaiveThreads = 128;
@@ -37,14 +36,14 @@ constexpr int kNaiveThreads = 128;
 template <typename In>
 __global__ void naive_scores_kernel(float* P, const In* q, const In* K, AttentionShape s) {
     extern __shared__ float qs[];  // (D)
-    const int i = blockIdx.x, h = blockIdx.y, g = h / (s.n_heads / s.n_kv_heads);
+    const int i = blockIdx.x, h = blockIdx.y, g = kv_head_of(h, s.n_heads, s.n_kv_heads);
     const In* qi = q + (std::size_t(i) * s.n_heads + h) * s.D;
     const In* Kg = K + std::size_t(g) * s.S * s.D;
     for (int d = threadIdx.x; d < s.D; d += blockDim.x) qs[d] = widen(qi[d]);
     __syncthreads();
     const float scale = 1.0f / sqrtf(float(s.D));
     float* p = P + (std::size_t(h) * s.T + i) * s.S;
-    for (int j = threadIdx.x; j < visible(s, i); j += blockDim.x) {
+    for (int j = threadIdx.x; j < visible_keys(s, i); j += blockDim.x) {
         const In* k = Kg + std::size_t(j) * s.D;
         float dot = 0.0f;
         for (int d = 0; d < s.D; d++) dot += qs[d] * widen(k[d]);
@@ -54,7 +53,7 @@ __global__ void naive_scores_kernel(float* P, const In* q, const In* K, Attentio
 
 // Softmax of row (h, i) in place: read, exponentiate against the row's max, rescale.
 __global__ void naive_softmax_kernel(float* P, AttentionShape s) {
-    const int i = blockIdx.x, h = blockIdx.y, n = visible(s, i);
+    const int i = blockIdx.x, h = blockIdx.y, n = visible_keys(s, i);
     float* p = P + (std::size_t(h) * s.T + i) * s.S;
     const float inv = 1.0f / block_exp_sum(p, n);
     // Each thread rescales the entries block_exp_sum had it write.
@@ -64,7 +63,8 @@ __global__ void naive_softmax_kernel(float* P, AttentionShape s) {
 // out_i (head h) = sum_j P[h][i][j] V_j; threads across D (coalesced V rows).
 template <typename In>
 __global__ void naive_pv_kernel(float* out, const float* P, const In* V, AttentionShape s) {
-    const int i = blockIdx.x, h = blockIdx.y, g = h / (s.n_heads / s.n_kv_heads), n = visible(s, i);
+    const int i = blockIdx.x, h = blockIdx.y, n = visible_keys(s, i);
+    const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
     const float* p = P + (std::size_t(h) * s.T + i) * s.S;
     const In* Vg = V + std::size_t(g) * s.S * s.D;
     for (int d = threadIdx.x; d < s.D; d += blockDim.x) {
@@ -173,27 +173,25 @@ __device__ __forceinline__ void warp_pv(const WarpTiles& w) {
 
 // The online softmax of the lab's tile_update for the warp's 16 rows, one row
 // at a time across the 32 lanes (two of the tile's 64 keys each). Row r is
-// query i0 + r at key tile j0; m and l (every lane holds all 16) are its
+// query i0 + r at key tile j0; rows[r] (every lane holds all 16) is its
 // running max and sum. Rows at or past T get P = 0 and keep O = 0.
 __device__ __forceinline__ void warp_online_softmax(const WarpTiles& w, const AttentionShape& s, int i0, int j0,
-                                                    float scale, float (&m)[kTile], float (&l)[kTile]) {
+                                                    float scale, RunningSoftmax (&rows)[kTile]) {
     const int lane = threadIdx.x % kWarp;
 #pragma unroll
     for (int r = 0; r < kTile; r++) {
         float* srow = w.S + r * kLdS;
         bf16* prow = w.P + r * kLdP;
-        const int i = i0 + r;
         // Keys of this tile the row sees: all, some (the causal diagonal), none.
-        const int n = i < s.T ? visible(s, i) - j0 : 0;
+        const int n = flash_row_keys(s, i0 + r, j0);
         const float s0 = lane < n ? srow[lane] * scale : -INFINITY;
         const float s1 = lane + kWarp < n ? srow[lane + kWarp] * scale : -INFINITY;
-        // m_new is finite: every row sees key 0 in the first tile (j0 = 0).
-        const float m_new = n > 0 ? fmaxf(m[r], warp_max(fmaxf(s0, s1))) : m[r];
-        const float p0 = n > 0 ? expf(s0 - m_new) : 0.0f;
-        const float p1 = n > 0 ? expf(s1 - m_new) : 0.0f;
-        const float alpha = n > 0 ? expf(m[r] - m_new) : 1.0f;  // 0 on the row's first tile (m = -inf)
-        if (n > 0) l[r] = alpha * l[r] + warp_sum(p0 + p1);
-        m[r] = n > 0 ? m_new : m[r];
+        // n is warp-uniform: every lane reaches the shuffles, or none does. The
+        // new max is finite: every row sees key 0 in the first tile (j0 = 0).
+        const float alpha = n > 0 ? rows[r].rescale_to(warp_max(fmaxf(s0, s1))) : 1.0f;
+        const float p0 = n > 0 ? expf(s0 - rows[r].m) : 0.0f;
+        const float p1 = n > 0 ? expf(s1 - rows[r].m) : 0.0f;
+        if (n > 0) rows[r].add(warp_sum(p0 + p1));
         prow[lane] = __float2bfloat16_rn(p0);
         prow[lane + kWarp] = __float2bfloat16_rn(p1);
         if (alpha != 1.0f)  // warp-uniform; most tiles leave the max where it was
@@ -223,7 +221,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     extern __shared__ __align__(128) unsigned char smem[];
     const FlashSmem L = flash_smem(s.D);
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    const int h = blockIdx.y, g = h / (s.n_heads / s.n_kv_heads);
+    const int h = blockIdx.y, g = kv_head_of(h, s.n_heads, s.n_kv_heads);
     const int b0 = blockIdx.x * kFlashBr;  // the block's first query
     const int i0 = b0 + warp * kTile;      // the warp's first query
     const int block_rows = min(kFlashBr, s.T - b0);
@@ -241,23 +239,21 @@ __global__ void __launch_bounds__(kFlashThreads)
     stage_rows(Qs, L.ld_h, q + std::size_t(b0) * st.q_stride + std::size_t(h) * s.D, st.q_stride, block_rows,
                kFlashBr, s.D);
     for (int e = threadIdx.x; e < kFlashBr * L.ld_o; e += blockDim.x) Os[e] = 0.0f;
-    float m[kTile], l[kTile];
-#pragma unroll
-    for (int r = 0; r < kTile; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    RunningSoftmax rows[kTile];
 
     const float scale = 1.0f / sqrtf(float(s.D));
-    const int block_keys = visible(s, b0 + block_rows - 1);       // keys the block's last query sees
-    const int warp_keys = i0 < s.T ? visible(s, min(i0 + kTile, s.T) - 1) : 0;
+    const int block_keys = flash_block_keys(s, b0);
+    const int warp_keys = flash_warp_keys(s, i0, kTile);
     for (int j0 = 0; j0 < block_keys; j0 += kFlashBc) {
         __syncthreads();  // every warp is done with the previous tile (and Qs, Os are staged)
-        const int keys = min(kFlashBc, s.S - j0);
+        const int keys = flash_tile_keys(s, j0);
         stage_rows(Ks, L.ld_h, Kg + std::size_t(j0) * s.D, std::size_t(s.D), keys, kFlashBc, s.D);
         stage_rows(Vs, L.ld_h, Vg + std::size_t(j0) * s.D, std::size_t(s.D), keys, kFlashBc, s.D);
         __syncthreads();
         if (j0 >= warp_keys) continue;  // warp-uniform: no row of this warp sees the tile (or no rows)
         warp_scores(w);
         __syncwarp();  // S stored by the fragments, read by the lanes
-        warp_online_softmax(w, s, i0, j0, scale, m, l);
+        warp_online_softmax(w, s, i0, j0, scale, rows);
         __syncwarp();  // P and the rescaled O written by the lanes, read by the fragments
         warp_pv(w);
     }
@@ -266,7 +262,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     for (int r = 0; r < kTile; r++) {
         const int i = i0 + r;
         if (i >= s.T) continue;
-        const float inv = 1.0f / l[r];  // l >= 1: the row's largest score contributes exp(0)
+        const float inv = 1.0f / rows[r].l;  // l >= 1: the row's largest score contributes exp(0)
         for (int d = lane; d < s.D; d += kWarp)
             store(out + std::size_t(i) * st.out_stride + std::size_t(h) * s.D + d, w.O[r * L.ld_o + d] * inv);
     }

@@ -28,6 +28,8 @@
 #        GPU_ARCHS=...  -Dgpu_archs for a new build folder (default: native
 #                       with a GPU, 90 without)
 #        TARGETS="..."  ninja targets to build (default: all)
+#        BUILD_LIMIT_S=900  the build step's limit (a GPU machine builds in
+#                       about 2 minutes; a loaded 2-core one, uncached, in 30)
 #        BUDGET_S=N     stop starting steps after N seconds: a step gets at most
 #                       the time left, later steps are skipped and listed (0: none)
 #        RESULTS=DIR    keep every log and JSON there (default: a temporary folder)
@@ -213,7 +215,7 @@ else
         -Dgpu_archs="$archs"
 fi
 # shellcheck disable=SC2086  # TARGETS is a list of ninja targets
-if ! step "build" 900 build.log ninja -C "$build" -j"$jobs" $targets; then
+if ! step "build" "${BUILD_LIMIT_S:-900}" build.log ninja -C "$build" -j"$jobs" $targets; then
     echo "the build failed: see $report" >&2
 fi
 pdlab="$build/src/pdlab/pdlab"

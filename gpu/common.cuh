@@ -73,13 +73,6 @@ __device__ __forceinline__ float block_exp_sum(float* p, int n, float* m = nullp
     return block_sum(sum);
 }
 
-// Rotary embedding ("rotate half") of one pair (a, b) = (x[j], x[j + D/2]) by
-// the angle whose cosine and sine are c and s. The rope kernel and the fused
-// rope + KV write (kv_cache.cu) both call it, so they round alike.
-__device__ __forceinline__ float2 rotate_pair(float a, float b, float c, float s) {
-    return make_float2(a * c - b * s, b * c + a * s);
-}
-
 // Stores a float as float or as bf16 (round to nearest even).
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }

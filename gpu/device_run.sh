@@ -95,7 +95,9 @@ unpack_bundle() {
 # not LD_LIBRARY_PATH: bookworm's libraries ahead of the machine's own would be
 # loaded by its python3, nvidia-smi and the rest too. DT_RPATH
 # (--disable-new-dtags), not DT_RUNPATH, so that it also serves the libraries'
-# own dependencies (libdnnl loads libOpenCL).
+# own dependencies (libdnnl loads libOpenCL). Spelt -Xlinker, which g++ and
+# nvcc both take (meson hands LDFLAGS to nvcc too, for the programs it links,
+# and nvcc refuses -Wl,: the rehearsal in a clean chroot found that).
 bundle_env() {
     local lib="$prefix/usr/lib/x86_64-linux-gnu"
     export PATH="$prefix/bin:$prefix/usr/bin:$PATH"
@@ -109,7 +111,7 @@ bundle_env() {
     # The multiarch folder too: openssl's headers include opensslconf.h from it.
     export CPATH="$prefix/usr/include:$prefix/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
     export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
-    export LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$lib${LDFLAGS:+ $LDFLAGS}"
+    export LDFLAGS="-Xlinker --disable-new-dtags -Xlinker -rpath=$lib${LDFLAGS:+ $LDFLAGS}"
     export PATH="$cuda/bin:$PATH"
 }
 

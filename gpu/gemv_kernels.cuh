@@ -22,6 +22,7 @@
 
 #include "common.cuh"
 #include "gemv.cuh"
+#include "int8_unpack.cuh"
 
 namespace pd::gpu {
 
@@ -99,23 +100,6 @@ struct Bf16Weights {
     }
 };
 
-// 16 int8 weights packed in w (weight k in byte k) as floats, exactly. Each
-// byte is biased to q + 128 in [1, 255] (xor 0x80) and put by __byte_perm in
-// the low mantissa bits of 2^23 (0x4B000000), which makes the float
-// 2^23 + 128 + q; subtracting 2^23 + 128 leaves q exactly. Two full-rate
-// instructions per weight, where an int-to-float conversion runs at a
-// quarter of the FMA rate on sm_90 and would cap the kernel below HBM speed.
-__device__ __forceinline__ void int8x16_to_float(const uint4& w, float (&f)[16]) {
-    const unsigned words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const unsigned biased = words[j] ^ 0x80808080u;
-#pragma unroll
-        for (int b = 0; b < 4; b++)  // result bytes: [byte b of biased, 0x00, 0x00, 0x4B]
-            f[4 * j + b] = __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7540u | unsigned(b))) - 8388736.0f;
-    }
-}
-
 // f (16 weights) . 16 bf16 inputs: x0 holds k 0-7, x1 k 8-15.
 __device__ __forceinline__ float dot16_int8(const float (&f)[16], const uint4& x0, const uint4& x1) {
     const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&x0);
@@ -132,7 +116,7 @@ __device__ __forceinline__ float dot16_int8(const float (&f)[16], const uint4& x
 
 // int8 weights: q (out, in), scales (out, groups), in % 16 == 0, and a group
 // of 16 << group_shift inputs: a 16-byte chunk c of a row lies in group
-// c >> group_shift. Each chunk's 16 products are summed, then scaled.
+// int8_chunk_group(c, group_shift). Each chunk's 16 products are summed, then scaled.
 struct Int8Weights {
     const std::int8_t* q;
     const float* scales;
@@ -147,7 +131,7 @@ struct Int8Weights {
         stream_chunks<LOADS>(reinterpret_cast<const uint4*>(q) + std::size_t(o) * n, n, [&](const uint4& wk, int c) {
             float f[16];
             int8x16_to_float(wk, f);
-            const float scale = s[c >> group_shift];
+            const float scale = s[int8_chunk_group(c, group_shift)];
 #pragma unroll
             for (int m = 0; m < M; m++) {
                 const uint4* xr = xv + std::size_t(m) * 2 * n + 2 * c;
@@ -159,9 +143,7 @@ struct Int8Weights {
 
 // The Int8Weights of q (out, in) and scales in groups of `group` (gemv_int8_fits).
 inline Int8Weights int8_weights(const std::int8_t* q, const float* scales, int group, int in) {
-    int shift = 0;  // log2(group / 16)
-    while ((16 << shift) < group) shift++;
-    return {q, scales, shift, (in + group - 1) / group, in};
+    return {q, scales, int8_group_shift(group), (in + group - 1) / group, in};
 }
 
 // Warp per output row: y (M, out) = x W^T (x (M, in) bf16), then the epilogue.

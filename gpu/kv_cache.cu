@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common.cuh"
+#include "kv_write_index.cuh"
 
 namespace pd::gpu {
 
@@ -14,13 +15,11 @@ namespace {
 template <typename T>
 __global__ void kv_write_kernel(KVLayer c, T* K, T* V, const float* k_new, const float* v_new, int stride,
                                 const int* slots, const int* pos, long n) {
-    const int D = c.head_dim, HD = c.n_kv_heads * c.head_dim;
     for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
-        const long r = i / HD;
-        const int j = int(i % HD), h = j / D, d = j % D;
-        const std::size_t dst = c.row(slots[r], h, pos[r]) + d;
-        store(K + dst, k_new[r * stride + j]);
-        store(V + dst, v_new[r * stride + j]);
+        const KvWriteElement e = kv_write_element(i, c.n_kv_heads, c.head_dim);
+        const std::size_t dst = c.row(slots[e.r], e.h, pos[e.r]) + e.d;
+        store(K + dst, k_new[e.r * stride + e.j]);
+        store(V + dst, v_new[e.r * stride + e.j]);
     }
 }
 
@@ -33,11 +32,9 @@ template <typename T>
 __global__ void rope_kv_write_kernel(KVLayer c, T* K, T* V, float* qkv, int stride, int n_heads,
                                      const int* slots, const int* pos, const float* cos_table,
                                      const float* sin_table, long n) {
-    const int D = c.head_dim, half = D / 2, heads = n_heads + c.n_kv_heads;
+    const int D = c.head_dim, half = D / 2;
     for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
-        const long r = i / (long(heads) * half);
-        const int rem = int(i % (long(heads) * half));
-        const int h = rem / half, j = rem % half;
+        const auto [r, h, j] = rope_pair(i, n_heads, c.n_kv_heads, D);
         const int p = pos[r];
         float* x = qkv + r * stride + long(h) * D;  // q head h, or k head h - n_heads
         const float2 rot = rotate_pair(x[j], x[j + half], cos_table[long(p) * half + j],

@@ -62,7 +62,7 @@ struct KVLayer {
         return (std::size_t(block) * n_kv_heads + h) * block_size * head_dim;
     }
     // Offset in elements of the row (sequence b, KV head h, position pos): reads the table.
-    __device__ std::size_t row(int b, int h, int pos) const {
+    __host__ __device__ std::size_t row(int b, int h, int pos) const {
         const int block = table[std::size_t(b) * max_blocks + pos / block_size];
         return tile(block, h) + std::size_t(pos % block_size) * head_dim;
     }

@@ -7,6 +7,7 @@
 
 #include "common.cuh"
 #include "cuda_check.cuh"
+#include "kv_write_index.cuh"
 
 namespace pd::gpu {
 

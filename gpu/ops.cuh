@@ -40,7 +40,7 @@ void swiglu(std::uint16_t* out, const float* gate_up, int M, int F, cudaStream_t
 // Rotary embedding, "rotate half" layout, in place: x is (M, n_heads, D) with
 // row stride `stride`; pos (M) on the device; cos/sin tables (max_seq, D/2).
 // The model runs rotary inside kv_cache.cuh's rope_kv_write, which rotates
-// the same pairs with the same function (common.cuh's rotate_pair) and writes
+// the same pairs with the same function (kv_write_index.cuh's rotate_pair) and writes
 // K straight into the cache; this is the twin of pd::rope that
 // rope_kv_write is held against (rope on n_q_heads + n_kv_heads heads, whose
 // k heads follow the q heads in a [q | k | v] row, then kv_write).
