@@ -136,7 +136,7 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     po.prefix_caching = false;  // every budget computes every prompt
     auto engine = serve::make_paged_serving_engine(model, po);
     lab08::StudentPlanner planner;
-    serve::Scheduler s(*engine, planner, {{o.streams + 1, b.tokens, false}, context, -1, true, nullptr});
+    serve::Scheduler s(*engine, planner, {{o.streams + 1, b.tokens, false}, context, -1, true, std::nullopt});
     const int n = o.streams + 1;
     std::vector<serve::RequestTiming> t(static_cast<std::size_t>(n));
     Row row;

@@ -143,7 +143,7 @@ TEST_CASE("lab08.chunks.hand_worked_prompt_among_three_streams") {
     // steps while every stream gets its token every step.
     HashEngine engine;
     StudentPlanner planner;
-    Scheduler s(engine, planner, {{4, 16, false}, 1000, -1, true, nullptr});
+    Scheduler s(engine, planner, {{4, 16, false}, 1000, -1, true, std::nullopt});
     for (int i = 0; i < 3; i++) s.add({i, {1 + i, 2, 3}, 40, {}});
     s.step();  // the three 3-token prompts in one step (9 tokens)
     std::vector<int> prompt(100);
@@ -285,7 +285,7 @@ TEST_CASE("lab08.logits.chunked_prefill_equals_one_pass") {
         auto inner = paged_engine();
         LogitsTap tap(*inner);
         StudentPlanner planner;
-        Scheduler s(tap, planner, {{4, budget, false}, 512, -1, true, nullptr});
+        Scheduler s(tap, planner, {{4, budget, false}, 512, -1, true, std::nullopt});
         s.add({0, prompt, 1, {}});  // sequence 0: the long prompt, one output token
         s.add({1, in.tokens(3, V), 60, {}});  // two streams decoding alongside
         s.add({2, in.tokens(5, V), 60, {}});
@@ -315,7 +315,7 @@ TEST_CASE("lab08.greedy.same_ids_chunked_and_unchunked") {
     for (int budget : {in.integer(4, 24), 64, 512}) {  // 512: the context, every prompt in one pass
         auto engine = paged_engine();
         StudentPlanner planner;
-        Scheduler s(*engine, planner, {{4, budget, false}, 512, -1, true, nullptr});
+        Scheduler s(*engine, planner, {{4, budget, false}, 512, -1, true, std::nullopt});
         std::map<int, std::vector<int>> got;
         for (int k = 0; k < 2000 && (k < 4 || !s.idle()); k++) {
             if (k < 4) s.add(rs[std::size_t(k)]);

@@ -127,7 +127,7 @@ serve::ReplayResult run_colocated(std::shared_ptr<const Model> model, const Opti
     serve::PagedServingEngine engine(model, {o.block_size, blocks, 0, o.lab.threads, false});
     serve::ContinuousBatching policy;
     // ignore_eos: every request produces its max_tokens in both modes (the decode workers ignore EOS too).
-    serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, nullptr});
+    serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, std::nullopt});
     return serve::replay(s, trace, reqs, !o.quiet);
 }
 
