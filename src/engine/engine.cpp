@@ -3,8 +3,8 @@
 #include "engine/engine.hpp"
 
 #include "engine/sampler.hpp"
-#include "measure/hardware.hpp"
-#include "measure/timing.hpp"
+#include "base/hardware.hpp"
+#include "base/timing.hpp"
 
 #ifdef PDLAB_HAVE_CUDA
 #include "cuda_engine.hpp"

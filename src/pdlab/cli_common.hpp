@@ -11,7 +11,7 @@
 
 #include "measure/bench.hpp"
 #include "engine/engine.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 namespace pd::cli {
 

@@ -12,7 +12,7 @@
 #include "measure/bench.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 
 namespace pd::cli {
 

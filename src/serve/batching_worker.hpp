@@ -1,6 +1,6 @@
 // The worker that serves many clients at once: continuous batching through
-// the track-2 Scheduler (scheduler.hpp) on a ServingEngine (the paged KV
-// cache on a CPU). One thread owns the scheduler and loops
+// the track-2 Scheduler (scheduler.hpp) on a ServingEngine (pdlab serve's:
+// the paged KV cache, on the CPU or the GPU). One thread owns the scheduler and loops
 //
 //   take the jobs the HTTP threads queued     (Scheduler::add)
 //   cancel those whose client has gone        (Scheduler::cancel: blocks free next step)

@@ -24,7 +24,7 @@
 
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "plot.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/request_metrics.hpp"

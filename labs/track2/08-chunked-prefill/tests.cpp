@@ -15,7 +15,7 @@
 #include "common.hpp"
 #include "engine/sampler.hpp"
 #include "exercise.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "hash_engine.hpp"
 #include "lab_test.hpp"
 #include "serve/paged_serving_engine.hpp"

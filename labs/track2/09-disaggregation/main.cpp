@@ -25,7 +25,7 @@
 #include "analysis.hpp"
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "measure/roofline.hpp"
 #include "plot.hpp"
 #include "serve/disagg/link_probe.hpp"
@@ -34,7 +34,7 @@
 #include "serve/disagg/workers.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
