@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "io/model_source.hpp"
-#include "measure/timing.hpp"
+#include "load/model_source.hpp"
+#include "base/timing.hpp"
 #include "serve/paged_serving_engine.hpp"
 
 using namespace pd;

@@ -1,5 +1,5 @@
 // targets: judges measured GPU numbers against the two targets of the GPU
-// track (see gpu/targets.hpp). Host arithmetic only: built with or without
+// track (see gpu/dev/targets.hpp). Host arithmetic only: built with or without
 // the CUDA backend, so it is tested everywhere (the gpu.targets test).
 //
 //   targets --model synthetic:llama-1b --precision bf16 --bench bench.json
@@ -18,7 +18,7 @@
 
 #include "common.hpp"
 #include "io/config.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "targets.hpp"
 
 namespace {

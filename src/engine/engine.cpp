@@ -3,8 +3,8 @@
 #include "engine/engine.hpp"
 
 #include "engine/sampler.hpp"
-#include "measure/hardware.hpp"
-#include "measure/timing.hpp"
+#include "base/hardware.hpp"
+#include "base/timing.hpp"
 
 #ifdef PDLAB_HAVE_CUDA
 #include "cuda_engine.hpp"
@@ -101,9 +101,10 @@ bool cuda_available(std::string* why_not) {
 
 void check_device(Device device, Precision precision) {
     if (device != Device::cuda) return;
-    if (is_int4(precision))  // first, so that the message is the same with or without a GPU
-        fail("--precision int4 runs on the CPU only: the CUDA backend has no 4-bit kernel. Use --device cpu, "
-             "or --precision int8 on the GPU.");
+    const FormatTraits& t = precision.traits();
+    if (!t.cuda)  // first, so that the message is the same with or without a GPU
+        fail("--precision {} runs on the CPU only: the CUDA backend has no {}-bit kernel. Use --device cpu, "
+             "or --precision int8 on the GPU.", t.name, t.bits);
     std::string why;
     if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/request.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd {
 

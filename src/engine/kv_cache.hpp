@@ -3,8 +3,8 @@
 //
 // Layout per layer: K and V are each (batch, n_kv_heads, max_seq, head_dim),
 // and seq_len[b] says how many positions of sequence b are usable. All reads
-// and writes go through kv_key()/kv_value(), so the storage can later become
-// paged (blocks of positions) without touching the attention code.
+// and writes go through kv_key()/kv_value(). The paged cache (blocks of
+// positions shared through a pool) is its sibling, paged_kv_cache.hpp.
 #pragma once
 
 #include <cstddef>

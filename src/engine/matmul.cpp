@@ -18,63 +18,6 @@
 
 namespace pd {
 
-const char* precision_name(Precision p) {
-    switch (p) {
-        case Precision::f32: return "f32";
-        case Precision::bf16: return "bf16";
-        case Precision::int8_g32: return "int8-g32";
-        case Precision::int8_g64: return "int8-g64";
-        case Precision::int8_g128: return "int8-g128";
-        case Precision::int4_g32: return "int4-g32";
-        case Precision::int4_g64: return "int4-g64";
-        case Precision::int4_g128: return "int4-g128";
-    }
-    return "?";
-}
-
-static void check_group(int group, const char* what) {
-    if (group != 32 && group != 64 && group != 128)
-        fail("--group-size {} is not supported: use 32, 64 or 128 (inputs per {} scale)", group, what);
-}
-
-Precision int8_precision(int group) {
-    check_group(group, "int8");
-    return group == 32 ? Precision::int8_g32 : group == 64 ? Precision::int8_g64 : Precision::int8_g128;
-}
-
-Precision int4_precision(int group) {
-    check_group(group, "int4");
-    return group == 32 ? Precision::int4_g32 : group == 64 ? Precision::int4_g64 : Precision::int4_g128;
-}
-
-Precision parse_precision(const std::string& s, int group) {
-    if (s == "f32" || s == "fp32" || s == "float32") return Precision::f32;
-    if (s == "bf16" || s == "bfloat16") return Precision::bf16;
-    if (s == "int8") return int8_precision(group);
-    if (s == "int4") return int4_precision(group);
-    fail("unknown precision \"{}\": use f32, bf16, int8 or int4", s);
-}
-
-bool is_int8(Precision p) { return p == Precision::int8_g32 || p == Precision::int8_g64 || p == Precision::int8_g128; }
-bool is_int4(Precision p) { return p == Precision::int4_g32 || p == Precision::int4_g64 || p == Precision::int4_g128; }
-bool is_quantized(Precision p) { return is_int8(p) || is_int4(p); }
-
-int group_size(Precision p) {
-    switch (p) {
-        case Precision::int8_g32: case Precision::int4_g32: return 32;
-        case Precision::int8_g64: case Precision::int4_g64: return 64;
-        case Precision::int8_g128: case Precision::int4_g128: return 128;
-        default: return 0;
-    }
-}
-
-int quantized_max(Precision p) { return is_int8(p) ? kInt8Max : is_int4(p) ? kInt4Max : 0; }
-int x_quantized_max(Precision p) { return is_int8(p) ? kInt16Max : is_int4(p) ? kInt8Max : 0; }
-
-int weight_bits(Precision p) { return p == Precision::f32 ? 32 : p == Precision::bf16 ? 16 : is_int8(p) ? 8 : 4; }
-
-double bytes_per_weight(Precision p) { return weight_bits(p) / 8.0; }
-
 std::size_t matrix_bytes(int in, int out, Precision p) {
     const std::size_t values = (std::size_t(in) * weight_bits(p) + 7) / 8 * out;
     if (!is_quantized(p)) return values;
@@ -116,7 +59,7 @@ template struct HugePageAllocator<std::byte>;
 // bf16 read the f32 rows; int8 and int4 their quantized rows (q, scales of row n).
 static void write_column(const Linear& L, std::byte* panel, int c, const float* row) {
     const int K = L.in;
-    if (L.precision == Precision::f32) {
+    if (L.precision.traits().packing == Packing::f32_columns) {
         float* dst = reinterpret_cast<float*>(panel) + c;
         for (int k = 0; k < K; k++) dst[std::size_t(k) * kPanel] = row[k];
     } else {
@@ -174,7 +117,7 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
     L.bias = std::move(bias);
     kernel_isa();  // PDLAB_ISA caps oneDNN too: before its first primitive
     reserve_x_scratch(in);  // decode's scratch, sized now
-    if (!is_quantized(precision)) {
+    if (precision.traits().prefill != PrefillPath::onednn_bf16_dequantized) {
         L.packed = onednn_pack(L, w.data());
         fill_panels(L, w.data(), nullptr);
         return L;
@@ -239,10 +182,15 @@ std::vector<bf16> linear_rows_bf16(const Linear& L) {
 
 std::string linear_impl_name(const Linear& L, int M) {
     if (M > kSmallM) return onednn_impl_name(L, M);
-    if (L.precision == Precision::bf16 && use_avx512_bf16()) return "pdlab panel kernel, AVX-512 BF16";
-    if (is_quantized(L.precision))
-        return fmt::format("pdlab {} panel kernel, {}", is_int8(L.precision) ? "int8" : "int4",
-                           use_avx512_vnni() ? "AVX-512 VNNI" : kernel_isa());
+    switch (L.precision.traits().decode) {
+        case DecodeKernel::f32_panels: break;
+        case DecodeKernel::bf16_panels:
+            if (use_avx512_bf16()) return "pdlab panel kernel, AVX-512 BF16";
+            break;
+        case DecodeKernel::quantized_panels:
+            return fmt::format("pdlab {} panel kernel, {}", L.precision.traits().name,
+                               use_avx512_vnni() ? "AVX-512 VNNI" : kernel_isa());
+    }
     return "pdlab panel kernel, " + kernel_isa();
 }
 
@@ -322,20 +270,26 @@ static void reserve_x_scratch(int in) {
     x_int16_scratch(in);
 }
 
-void linear_small_m(const Linear& L, const float* x, int M, float* y) {
-    PanelJob j{&L, x, M, y};
-    if (L.precision == Precision::f32) return run_panels(j, panel_products);
-    if (is_quantized(L.precision)) {  // x rounded to integers per group: the kernel multiplies integers
-        const Int16XScratch xq = x_int16_scratch(L.in);
-        j.ldx = L.n_groups() * group_size(L.precision);
-        quantize_x_int16(x, M, L.in, group_size(L.precision), x_quantized_max(L.precision), xq.x, j.ldx, xq.scales);
-        j.x_int16 = xq.x;
-        j.x_scales = xq.scales;
+// int8 and int4: x rounded to integers per group (x_quantized_max), so the kernel multiplies integers.
+static void quantized_small_m(PanelJob& j) {
+    const Linear& L = *j.L;
+    const Int16XScratch xq = x_int16_scratch(L.in);
+    j.ldx = L.n_groups() * group_size(L.precision);
+    quantize_x_int16(j.x, j.M, L.in, group_size(L.precision), x_quantized_max(L.precision), xq.x, j.ldx, xq.scales);
+    j.x_int16 = xq.x;
+    j.x_scales = xq.scales;
 #if defined(__x86_64__)
-        if (use_avx512_vnni()) return run_panels(j, panel_products_avx512_vnni);
+    if (use_avx512_vnni()) return run_panels(j, panel_products_avx512_vnni);
 #endif
-        return run_panels(j, panel_products_quantized);
-    }
+    run_panels(j, panel_products_quantized);
+}
+
+// bf16: vdpbf16ps on x split into bf16 halves where the CPU has it, else the
+// Highway kernel (on x rounded to bf16 from kBf16RoundXMinM rows on).
+static void bf16_small_m(PanelJob& j) {
+    const Linear& L = *j.L;
+    const int M = j.M;
+    const float* x = j.x;
     float* scratch = x_scratch(L.in);
 #if defined(__x86_64__)
     if (use_avx512_bf16()) {
@@ -354,6 +308,15 @@ void linear_small_m(const Linear& L, const float* x, int M, float* y) {
         j.x = scratch;
     }
     run_panels(j, panel_products);
+}
+
+void linear_small_m(const Linear& L, const float* x, int M, float* y) {
+    PanelJob j{&L, x, M, y};
+    switch (L.precision.traits().decode) {  // the format's row (precision.cpp) names its kernel
+        case DecodeKernel::f32_panels: return run_panels(j, panel_products);
+        case DecodeKernel::bf16_panels: return bf16_small_m(j);
+        case DecodeKernel::quantized_panels: return quantized_small_m(j);
+    }
 }
 
 void linear_forward(const Linear& L, const float* x, int M, float* y) {

@@ -15,31 +15,10 @@
 #include <vector>
 
 #include "common.hpp"
+#include "engine/precision.hpp"
 
 namespace pd {
 
-// How the matrices' weights are stored. int8 and int4 are weight-only and
-// symmetric ("quantized"), with one f32 scale per group of G consecutive
-// inputs of an output's row (quantize.hpp); the group size is part of the
-// precision, so that it travels wherever a precision does (loading, packing,
-// the floors of the roofline). int4 is the 4-bit stretch of lab 12: CPU only.
-enum class Precision { f32, bf16, int8_g32, int8_g64, int8_g128, int4_g32, int4_g64, int4_g128 };
-const char* precision_name(Precision p);  // "f32", "bf16", "int8-g64", "int4-g32", ...
-// "f32" | "bf16" | "int8" | "int4" (with `group` inputs per scale: 32, 64 or 128), else UserError.
-Precision parse_precision(const std::string& s, int group = 64);
-Precision int8_precision(int group);      // 32, 64 or 128, else UserError
-Precision int4_precision(int group);      // the same for int4
-bool is_int8(Precision p);
-bool is_int4(Precision p);
-bool is_quantized(Precision p);           // int8 or int4: integers and per-group scales
-int group_size(Precision p);              // G for int8 and int4, 0 otherwise
-int quantized_max(Precision p);           // q in [-max, max]: 127 for int8, 7 for int4, 0 otherwise
-// The decode kernel's x in [-max, max] per group: 32767 (int16) for int8
-// weights, 127 (int8) for int4's, so that AVX-512 VNNI can multiply four
-// bytes per lane (panel_quantized_avx512.cpp); 0 for f32 and bf16.
-int x_quantized_max(Precision p);
-int weight_bits(Precision p);             // of one stored value: 32, 16, 8 or 4
-double bytes_per_weight(Precision p);     // the same in bytes: 4, 2, 1 or 0.5 (scales apart)
 // Bytes of an (out, in) matrix as stored, scales included: ceil(in * bits / 8)
 // per row, and for int8/int4 one f32 per group, ceil(in / G) groups per row
 // (the last one shorter when G does not divide in).
@@ -118,9 +97,12 @@ struct Linear {
 
     int n_panels() const { return (out + kPanel - 1) / kPanel; }
     std::size_t panel_bytes() const {
-        if (is_quantized(precision)) return std::size_t(n_groups()) * group_bytes();
-        return precision == Precision::f32 ? std::size_t(in) * kPanel * sizeof(float)
-                                           : std::size_t((in + 1) / 2) * kPanel * 2 * sizeof(bf16);
+        switch (precision.traits().packing) {
+            case Packing::f32_columns: return std::size_t(in) * kPanel * sizeof(float);
+            case Packing::bf16_pairs: return std::size_t((in + 1) / 2) * kPanel * 2 * sizeof(bf16);
+            case Packing::quantized_groups: return std::size_t(n_groups()) * group_bytes();
+        }
+        return 0;
     }
     // int8 and int4 only: groups per row; the bytes of one k-pair's (32, 2)
     // weights (64 for int8, 32 for int4); of one group's block in a panel,
@@ -160,8 +142,9 @@ void linear_small_m(const Linear& L, const float* x, int M, float* y);
 // thread count the kernel still works, on runs of panels across the parts.
 void arrange_for_decode(const std::vector<Linear*>& linears, int threads);
 
-// The weights back in row-major (out, in) order, from the panels: for the GPU
-// backend's upload and for tests. f32 only for f32 Linears, bf16 for bf16.
+// The weights back in row-major (out, in) order, from the panels: for tests
+// and lab 11's reference. f32 only for f32 Linears, bf16 for bf16. (The GPU
+// backend uploads the checkpoint's rows, never the CPU's panels.)
 std::vector<float> linear_rows_f32(const Linear& L);
 std::vector<bf16> linear_rows_bf16(const Linear& L);
 

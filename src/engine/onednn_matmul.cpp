@@ -95,8 +95,8 @@ struct PackedWeights {
 
 std::shared_ptr<PackedWeights> onednn_pack(const Linear& L, const float* w_out_in) {
     auto p = std::make_shared<PackedWeights>();
-    // int8 Linears pass their dequantized weights: packed as bf16 ones are.
-    const bool bf16_weights = L.precision != Precision::f32;
+    // int8 and int4 Linears pass their dequantized weights: packed as bf16 ones are.
+    const bool bf16_weights = L.precision.traits().prefill != PrefillPath::onednn_f32;
     p->widened = bf16_weights && !onednn_has_bf16();
     p->wdt = bf16_weights && !p->widened ? dt::bf16 : dt::f32;
     // Ask oneDNN which weight layout it wants for a typical prefill (M = 128),
@@ -160,8 +160,8 @@ void onednn_forward(const Linear& L, const float* x, int M, float* y) {
 std::string onednn_impl_name(const Linear& L, int M) {
     std::string impl = L.packed->get(L, M).impl;
     if (L.packed->widened) impl += " (bf16 as f32)";
-    if (!is_quantized(L.precision)) return impl;
-    return impl + (is_int8(L.precision) ? " (int8 dequantized to bf16)" : " (int4 dequantized to bf16)");
+    if (L.precision.traits().prefill != PrefillPath::onednn_bf16_dequantized) return impl;
+    return impl + " (" + L.precision.traits().name + " dequantized to bf16)";
 }
 
 }  // namespace pd

@@ -6,7 +6,7 @@
 #include "common.hpp"
 #include "engine/generate.hpp"
 #include "engine/request.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd {
 

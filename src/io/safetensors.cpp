@@ -250,35 +250,22 @@ static T load_at(const std::byte* base, std::size_t i) {
     return v;
 }
 
-template <typename Out, typename Convert>
-static void convert_each(const TensorView& t, Out* out, Convert convert) {
+void convert_to_f32(const TensorView& t, float* out) {
     const std::size_t n = t.numel();
     const std::byte* in = t.data;
     if (t.dtype == "F32") {
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) out[i] = convert(load_at<float>(in, i));
+        for (std::size_t i = 0; i < n; i++) out[i] = load_at<float>(in, i);
     } else if (t.dtype == "BF16") {
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) out[i] = convert(bf16_to_f32(load_at<bf16>(in, i)));
+        for (std::size_t i = 0; i < n; i++) out[i] = bf16_to_f32(load_at<bf16>(in, i));
     } else if (t.dtype == "F16") {
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; i++) out[i] = convert(f16_to_f32(load_at<std::uint16_t>(in, i)));
+        for (std::size_t i = 0; i < n; i++) out[i] = f16_to_f32(load_at<std::uint16_t>(in, i));
     } else {
         fail("{}: tensor {} has dtype {}; the kit reads F32, F16 and BF16 checkpoints only",
              t.file, t.name, t.dtype);
     }
-}
-
-void convert_to_f32(const TensorView& t, float* out) {
-    convert_each(t, out, [](float x) { return x; });
-}
-
-void convert_to_bf16(const TensorView& t, bf16* out) {
-    if (t.dtype == "BF16") {  // already the right bits
-        std::memcpy(out, t.data, t.nbytes);
-        return;
-    }
-    convert_each(t, out, [](float x) { return f32_to_bf16(x); });
 }
 
 }  // namespace pd

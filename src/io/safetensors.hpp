@@ -66,8 +66,7 @@ private:
 std::map<std::string, TensorView> read_safetensors(const std::byte* bytes, std::size_t size,
                                                    const std::string& where);
 
-// Converts a tensor to f32 or bf16 (in parallel); fails on other dtypes.
+// Converts a tensor to f32 (in parallel); fails on other dtypes.
 void convert_to_f32(const TensorView& t, float* out);
-void convert_to_bf16(const TensorView& t, bf16* out);
 
 }  // namespace pd

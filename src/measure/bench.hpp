@@ -11,7 +11,7 @@
 
 #include "engine/engine.hpp"
 #include "measure/roofline.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "engine/sampler.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 namespace pd {
 

@@ -14,7 +14,7 @@
 #include "engine/onednn_api.hpp"
 #include "engine/onednn_matmul.hpp"
 #include "measure/stream_sum.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd {
 

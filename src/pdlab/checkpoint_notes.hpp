@@ -3,7 +3,7 @@
 // and the decoding generation_config.json asks for (io/generation_config.hpp).
 #pragma once
 
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 namespace pd::cli {
 

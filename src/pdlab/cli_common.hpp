@@ -11,13 +11,13 @@
 
 #include "measure/bench.hpp"
 #include "engine/engine.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 namespace pd::cli {
 
-// The names --precision takes (parse_precision also reads a few aliases,
-// e.g. fp32): the option's check and bench's comma list both use this list.
-inline const std::vector<std::string> kPrecisionNames = {"f32", "bf16", "int8", "int4"};
+// The names --precision takes, one per format row (precision.cpp; parse_precision
+// also reads a few aliases, e.g. fp32): the option's check and bench's comma list.
+inline const std::vector<std::string> kPrecisionNames = format_names();
 
 struct CommonOptions {
     std::string model = "tiny";

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "commands.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "startup_load.hpp"
 
 namespace pd::cli {

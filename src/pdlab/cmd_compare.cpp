@@ -12,7 +12,7 @@
 #include "measure/bench.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "startup_load.hpp"
 
 namespace pd::cli {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "engine/isa.hpp"
 
 namespace pd::cli {

@@ -9,8 +9,8 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "measure/hardware.hpp"
-#include "io/model_source.hpp"
+#include "base/hardware.hpp"
+#include "load/model_source.hpp"
 #include "engine/isa.hpp"
 #include "measure/roofline.hpp"
 #include "startup_load.hpp"

@@ -257,7 +257,7 @@ int run_serve_sim(ServeSimOptions& o) {
     serve::CountingServingEngine counted(*sv.engine);
     serve::ContinuousBatching policy;
     const int max_model_len = o.engine == "slot" ? s.engine->max_seq() : context;
-    serve::SchedulerConfig sc{o.limits, max_model_len, c.eos_id, o.ignore_eos, nullptr};
+    serve::SchedulerConfig sc{o.limits, max_model_len, c.eos_id, o.ignore_eos, std::nullopt};
     serve::Scheduler scheduler(counted, policy, sc);
     const auto r = serve::replay(scheduler, trace, requests, !o.quiet);
     const auto m = serve::compute_serving_metrics(r.timings, r.duration_s, goodput);

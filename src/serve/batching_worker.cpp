@@ -12,32 +12,31 @@ namespace {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-SchedulerConfig scheduler_config(const ServingEngine& engine, StepLimits limits, int context) {
+SchedulerConfig scheduler_config(const ServingEngine& engine, Tokenizer tokenizer, StepLimits limits, int context) {
     if (context < 1 || context > engine.config().max_seq_len)
         fail("a context of {} positions: give 1 to the model's {}", context, engine.config().max_seq_len);
     SchedulerConfig c;
     c.limits = limits;
     c.max_model_len = context;
     c.eos_id = engine.config().eos_id;
-    // Stop strings are matched on the streamed text (TokenStream), which
-    // cancels the request: the scheduler needs no token_text.
+    c.tokenizer = std::move(tokenizer);  // the scheduler's finish rule turns ids into text
     return c;
 }
 
 }  // namespace
 
-// One request in the scheduler: its job, what its client has been sent, its times.
+// One request in the scheduler: its job, how many tokens it has had, its times.
 struct BatchingWorker::Live {
     std::shared_ptr<Job> job;
-    TokenStream out;
+    int generated = 0;
     bool admitted = false;       // the scheduler has started computing it
     Clock::time_point admitted_at, last_token;
 };
 
 BatchingWorker::BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, ServerMetrics& metrics, StepLimits limits,
                                int context)
-    : engine_(engine), tokenizer_(std::move(tokenizer)), metrics_(metrics),
-      scheduler_(engine, policy_, scheduler_config(engine, limits, context)) {
+    : engine_(engine), metrics_(metrics),
+      scheduler_(engine, policy_, scheduler_config(engine, std::move(tokenizer), limits, context)) {
     const int need = (context + engine.block_size() - 1) / engine.block_size();
     if (engine.total_blocks() < need)
         fail("{} KV blocks of {} positions cannot hold one request of the whole context ({} positions, "
@@ -99,14 +98,13 @@ void BatchingWorker::add(std::shared_ptr<Job> job) {
     const int id = next_id_;
     next_id_ = next_id_ == INT_MAX ? 0 : next_id_ + 1;
     try {
-        scheduler_.add(Request{id, r.prompt, r.max_tokens, {}}, Sampling{r.sampler, r.ignore_eos});
+        scheduler_.add(Request{id, r.prompt, r.max_tokens, r.stop}, Sampling{r.sampler, r.ignore_eos});
     } catch (const std::exception& e) {
         job->emit({"", 0, "error", e.what()});
         metrics_.finished("error", int(r.prompt.size()), 0, false);
         return;
     }
-    TokenStream out(tokenizer_, job->request, engine_.config().eos_id);
-    live_.emplace(id, std::make_unique<Live>(Live{std::move(job), std::move(out), false, {}, {}}));
+    live_.emplace(id, std::make_unique<Live>(Live{std::move(job), 0, false, {}, {}}));
 }
 
 // A client that has gone (or the shutdown's grace period being over) cancels
@@ -131,35 +129,31 @@ void BatchingWorker::step() {
     for (const TokenEvent& ev : events) deliver(ev, now);
 }
 
-// Sends event `ev` to its job; the job ends when the scheduler or the text says so.
+// Sends event `ev` to its job; the scheduler's finish rule has decided its
+// text and whether the job ends here.
 void BatchingWorker::deliver(const TokenEvent& ev, Clock::time_point now) {
     const auto it = live_.find(ev.request);
-    if (it == live_.end()) return;  // ended already (a stop string), retired now
+    if (it == live_.end()) return;  // failed already (fail_all), retired now
     Live& l = *it->second;
     if (ev.token < 0) {             // cancelled: the client went, or the server is stopping
         end(ev.request, {"", 0, aborting_ ? "abort" : "cancelled", ""});
         return;
     }
     const Clock::duration since_start = now - l.job->received;
-    if (l.out.generated() == 0) metrics_.first_token(seconds(since_start), seconds(now - l.admitted_at));
+    if (l.generated == 0) metrics_.first_token(seconds(since_start), seconds(now - l.admitted_at));
     else metrics_.next_token(seconds(now - l.last_token));
     l.last_token = now;
-    StreamEvent e = l.out.push(ev.token);
-    if (e.finish_reason.empty() && ev.finished != FinishReason::none) {  // the context is full
-        StreamEvent last = l.out.end(finish_reason_name(ev.finished));
-        e.text += last.text;
-        e.finish_reason = last.finish_reason;
-    }
-    if (e.finish_reason.empty()) return l.job->emit(std::move(e));
-    // A stop string in the text ends the request before the scheduler knows.
-    if (ev.finished == FinishReason::none) scheduler_.cancel(ev.request);
+    l.generated += 1;
+    StreamEvent e{ev.text, 1, "", ""};
+    if (ev.finished == FinishReason::none) return l.job->emit(std::move(e));
+    e.finish_reason = finish_reason_name(ev.finished);
     end(ev.request, std::move(e));
 }
 
 void BatchingWorker::end(int id, StreamEvent e) {
     const auto it = live_.find(id);
     const Live& l = *it->second;
-    metrics_.finished(e.finish_reason, int(l.job->request.prompt.size()), l.out.generated(), l.admitted);
+    metrics_.finished(e.finish_reason, int(l.job->request.prompt.size()), l.generated, l.admitted);
     l.job->emit(std::move(e));
     live_.erase(it);
 }

@@ -1,11 +1,11 @@
 // The worker that serves many clients at once: continuous batching through
-// the track-2 Scheduler (scheduler.hpp) on a ServingEngine (the paged KV
-// cache on a CPU). One thread owns the scheduler and loops
+// the track-2 Scheduler (scheduler.hpp) on a ServingEngine (pdlab serve's:
+// the paged KV cache, on the CPU or the GPU). One thread owns the scheduler and loops
 //
 //   take the jobs the HTTP threads queued     (Scheduler::add)
 //   cancel those whose client has gone        (Scheduler::cancel: blocks free next step)
 //   ONE step over every running request       (decode rows + prefill chunks)
-//   send each new token to its job            (TokenStream: text, stop strings)
+//   send each new token's text to its job     (the scheduler's finish rule decided it)
 //
 // so a request that arrives while others generate joins the next step instead
 // of waiting for them to finish, as it would with the SerialWorker.
@@ -23,7 +23,6 @@
 #include "serve/scheduler.hpp"
 #include "serve/server_metrics.hpp"
 #include "serve/step_policy.hpp"
-#include "serve/token_stream.hpp"
 #include "serve/worker.hpp"
 
 namespace pd::serve {
@@ -54,7 +53,6 @@ private:
     void publish_kv_blocks();
 
     ServingEngine& engine_;
-    Tokenizer tokenizer_;
     ServerMetrics& metrics_;
     ContinuousBatching policy_;
     Scheduler scheduler_;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd::serve {
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd::serve {
 

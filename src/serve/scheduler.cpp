@@ -11,25 +11,12 @@ namespace pd::serve {
 struct Scheduler::Sequence {
     int request = -1;               // Request::id
     std::vector<int> tokens;        // prompt, then output; capacity fixed at add()
-    int prompt_len = 0, max_tokens = 0;
-    std::vector<std::string> stop;
-    std::string text;               // the output as text (only with stop strings)
+    int prompt_len = 0;
+    FinishRule finish;              // when it ends, and its text
     Sampler sampler;                // its own temperature, top-p and random stream
-    bool ignore_eos = false;
     bool live = false;              // holds a request
     bool open = false;              // opened in the engine
 };
-
-const char* finish_reason_name(FinishReason r) {
-    switch (r) {
-        case FinishReason::none: return "none";
-        case FinishReason::eos: return "stop";          // vLLM: EOS and stop strings are "stop"
-        case FinishReason::stop_string: return "stop";
-        case FinishReason::length: return "length";
-        case FinishReason::cancelled: return "abort";
-    }
-    return "?";
-}
 
 void check_limits(const StepLimits& lim) {
     if (lim.max_seqs < 1) fail("--max-seqs must be at least 1, got {}", lim.max_seqs);
@@ -67,25 +54,26 @@ void Scheduler::add(Request r, const Sampling& sampling) {
     if (int(r.prompt.size()) > cfg_.max_model_len)
         fail("request {}: its prompt of {} tokens is longer than the context of {} positions",
              r.id, r.prompt.size(), cfg_.max_model_len);
-    if (r.max_tokens < 1) fail("request {}: max_tokens must be at least 1, got {}", r.id, r.max_tokens);
-    for (const auto& s : r.stop)
-        if (s.empty() || !cfg_.token_text)
-            fail("request {}: stop strings must be non-empty and need a tokenizer", r.id);
     for (const Sequence& q : pool_)
         if (q.live && q.request == r.id) fail("request id {} is already queued", r.id);
     validate(sampling.sampler);
+    FinishRule finish;
+    try {
+        finish = FinishRule(cfg_.tokenizer, int(r.prompt.size()),
+                            {cfg_.eos_id, sampling.ignore_eos || cfg_.ignore_eos, r.max_tokens,
+                             cfg_.max_model_len, std::move(r.stop)});
+    } catch (const UserError& e) {
+        fail("request {}: {}", r.id, e.what());
+    }
     const int id = free_id();
     Sequence& q = pool_[std::size_t(id)];
     q.request = r.id;
     q.prompt_len = int(r.prompt.size());
-    q.max_tokens = r.max_tokens;
     q.tokens = std::move(r.prompt);
     q.tokens.reserve(std::size_t(std::min<long long>(
         (long long)q.prompt_len + r.max_tokens, (long long)cfg_.max_model_len + 1)));
-    q.stop = std::move(r.stop);
-    q.text.clear();
+    q.finish = std::move(finish);
     q.sampler = make_sampler(sampling.sampler, engine_.config().vocab_size);
-    q.ignore_eos = sampling.ignore_eos || cfg_.ignore_eos;
     q.live = true;
     states_[std::size_t(id)] = SeqState{q.prompt_len, 0, false};
     waiting_.push_back(id);
@@ -200,42 +188,25 @@ void Scheduler::run_batch() {
     }
 }
 
-// The next token (the request's sampler), then the stop conditions.
+// The next token (the request's sampler), then the finish rule.
 void Scheduler::advance(int id, const float* logits) {
-    const int token = sample(pool_[std::size_t(id)].sampler, logits, engine_.config().vocab_size);
-    pool_[std::size_t(id)].tokens.push_back(token);
-    states_[std::size_t(id)].tokens++;
-    const FinishReason why = stop_reason(id, token);
-    if (why != FinishReason::none)
-        finish(id, why, token);
-    else
-        events_.push_back({pool_[std::size_t(id)].request, token, FinishReason::none});
-}
-
-FinishReason Scheduler::stop_reason(int id, int token) {
     Sequence& q = pool_[std::size_t(id)];
-    if (token == cfg_.eos_id && !q.ignore_eos) return FinishReason::eos;
-    if (!q.stop.empty()) {
-        const std::string piece = cfg_.token_text(token);
-        q.text += piece;
-        for (const std::string& s : q.stop) {
-            // Only a match that ends in the new piece is new.
-            const std::size_t from = q.text.size() - std::min(q.text.size(), piece.size() + s.size());
-            if (q.text.find(s, from) != std::string::npos) return FinishReason::stop_string;
-        }
-    }
-    const int outputs = int(q.tokens.size()) - q.prompt_len;
-    // The next decode would write position tokens.size() - 1: it must fit the context.
-    if (outputs >= q.max_tokens || int(q.tokens.size()) > cfg_.max_model_len) return FinishReason::length;
-    return FinishReason::none;
+    const int token = sample(q.sampler, logits, engine_.config().vocab_size);
+    q.tokens.push_back(token);
+    states_[std::size_t(id)].tokens++;
+    TokenVerdict v = q.finish.push(token);
+    if (v.finished != FinishReason::none)
+        finish(id, v.finished, token, std::move(v.text));
+    else
+        events_.push_back({q.request, token, FinishReason::none, std::move(v.text)});
 }
 
-void Scheduler::finish(int id, FinishReason why, int token) {
+void Scheduler::finish(int id, FinishReason why, int token, std::string text) {
     Sequence& q = pool_[std::size_t(id)];
     if (q.open) engine_.close(id);  // its blocks are free for this very step's successors
     std::erase(running_, id);
     std::erase(waiting_, id);
-    events_.push_back({q.request, token, why});
+    events_.push_back({q.request, token, why, std::move(text)});
     q.live = q.open = false;
     states_[std::size_t(id)] = SeqState{};
     free_ids_.push_back(id);

@@ -10,9 +10,9 @@
 //               and recomputes its prompt and output when readmitted)
 //            5. ONE engine step over the batch
 //            6. pick each finished item's next token (the request's own
-//               sampler: greedy by default) and check the
-//               stop conditions: EOS, max tokens, the context, stop strings;
-//               a stopped sequence is closed at once
+//               sampler: greedy by default) and apply the finish rule
+//               (finish_rule.hpp: EOS, max tokens, the context, stop strings,
+//               the text safe to send); a finished sequence is closed at once
 //
 // Continuous batching: a finished sequence's place is refilled next step.
 // Static batching (StepLimits::static_batching): a new batch starts only when
@@ -20,13 +20,15 @@
 // every vector is sized when a request is added.
 #pragma once
 
-#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.hpp"
+#include "io/tokenizer.hpp"
+#include "serve/finish_rule.hpp"
 #include "serve/serving_engine.hpp"
 #include "serve/step_policy.hpp"
 
@@ -36,7 +38,7 @@ struct Request {
     int id = 0;                     // the caller's id, echoed in events
     std::vector<int> prompt;        // (P) token ids, 1 <= P <= max_model_len
     int max_tokens = 16;            // output tokens at most (>= 1)
-    std::vector<std::string> stop;  // stop strings (needs SchedulerConfig::token_text)
+    std::vector<std::string> stop;  // stop strings (need SchedulerConfig::tokenizer)
 };
 
 // How one request's tokens are chosen, apart from Request so that the
@@ -46,14 +48,12 @@ struct Sampling {
     bool ignore_eos = false;  // generate past EOS (also when SchedulerConfig::ignore_eos)
 };
 
-enum class FinishReason { none, eos, length, stop_string, cancelled };
-const char* finish_reason_name(FinishReason r);  // vLLM's: "stop", "length", "abort"...
-
 // What a step did for one request.
 struct TokenEvent {
     int request = 0;                           // Request::id
     int token = -1;                            // the new token; -1 when cancelled
     FinishReason finished = FinishReason::none;
+    std::string text;                          // the text now safe to send (with a tokenizer)
 };
 
 struct SchedulerConfig {
@@ -61,7 +61,7 @@ struct SchedulerConfig {
     int max_model_len = 0;  // positions per sequence, prompt + output (> 0)
     int eos_id = -1;        // -1: none
     bool ignore_eos = false;
-    std::function<std::string(int)> token_text;  // a token's text, for stop strings
+    std::optional<Tokenizer> tokenizer;  // ids -> text, for events' text and stop strings
 };
 
 // UserError unless max_seqs >= 1 and the token budget >= 1.
@@ -80,7 +80,7 @@ public:
 
     // Queues a request, chosen greedily unless `sampling` says otherwise
     // (UserError: empty prompt, longer than the context, a stop string
-    // without token_text, max_tokens < 1, an id already queued, a bad sampler).
+    // without a tokenizer, max_tokens < 1, an id already queued, a bad sampler).
     void add(Request r, const Sampling& sampling = {});
     // Marks a waiting or running request cancelled; the next step closes it
     // and reports it. False when no such request is queued.
@@ -105,8 +105,7 @@ private:
     void preempt(int id);
     void run_batch();
     void advance(int id, const float* logits);
-    FinishReason stop_reason(int id, int token);
-    void finish(int id, FinishReason why, int token);
+    void finish(int id, FinishReason why, int token, std::string text = {});
     int free_id();
 
     ServingEngine& engine_;

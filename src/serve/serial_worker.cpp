@@ -5,7 +5,7 @@
 #include <array>
 
 #include "engine/sampler.hpp"
-#include "serve/token_stream.hpp"
+#include "serve/finish_rule.hpp"
 
 namespace pd::serve {
 
@@ -64,7 +64,8 @@ void SerialWorker::run(Job& job) {
     const Clock::time_point start = Clock::now();
     metrics_.started(seconds(start - job.received));
     Sampler sampler = make_sampler(r.sampler, engine_.config().vocab_size);
-    TokenStream out(tokenizer_, r, engine_.config().eos_id);
+    FinishRule rule(tokenizer_, int(r.prompt.size()),
+                    {engine_.config().eos_id, r.ignore_eos, r.max_tokens, engine_.max_seq(), r.stop});
     Clock::time_point last_token = start;
     engine_.reset(kSlot);
     const float* logits = engine_.prefill(kSlot, r.prompt);  // (vocab) logits of the last prompt position
@@ -79,18 +80,18 @@ void SerialWorker::run(Job& job) {
         }
         const int id = sample(sampler, logits, engine_.config().vocab_size);
         const Clock::time_point now = Clock::now();
-        if (out.generated() == 0) metrics_.first_token(seconds(now - job.received), prefill_s);
+        if (rule.generated() == 0) metrics_.first_token(seconds(now - job.received), prefill_s);
         else metrics_.next_token(seconds(now - last_token));
         last_token = now;
-        StreamEvent e = out.push(id);
-        finish = e.finish_reason;
-        job.emit(std::move(e));
+        TokenVerdict v = rule.push(id);  // the same finish rule as the Scheduler's
+        if (v.finished != FinishReason::none) finish = finish_reason_name(v.finished);
+        job.emit({std::move(v.text), 1, finish, ""});
         if (!finish.empty()) break;
         const std::array<int, 1> slot{kSlot}, token{id};
         logits = engine_.decode(slot, token);  // the token just chosen goes in; the next one's logits come out
         publish_kv_blocks();
     }
-    metrics_.finished(finish, int(r.prompt.size()), out.generated(), true);
+    metrics_.finished(finish, int(r.prompt.size()), rule.generated(), true);
 }
 
 void SerialWorker::publish_kv_blocks() {

@@ -13,8 +13,8 @@
 #include "common.hpp"
 #include "io/config.hpp"
 #include "engine/engine.hpp"
-#include "io/model_source.hpp"
-#include "targets.hpp"
+#include "load/model_source.hpp"
+#include "dev/targets.hpp"
 
 #ifdef PDLAB_HAVE_CUDA
 #include "attention.cuh"

@@ -13,7 +13,7 @@
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
 #include "engine/sampler.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "serve/paged_serving_engine.hpp"
 
 using namespace pd;

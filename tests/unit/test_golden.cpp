@@ -9,7 +9,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 using namespace pd;
 

@@ -46,6 +46,27 @@ TEST_CASE("engine.matmul.small_m_bf16") {
         for (auto [K, N] : {std::pair{64, 32}, {77, 9}, {301, 500}}) check_linear(M, K, N, Precision::bf16, M % 2 == 1);
 }
 
+TEST_CASE("engine.matmul.precision_table") {
+    // Every format row (precision.cpp) parses from its name, names itself back,
+    // and its bytes follow from its bits (and, quantized, one f32 scale per group).
+    for (const std::string& name : format_names())
+        for (int group : {32, 64, 128}) {
+            const Precision p = parse_precision(name, group);
+            INFO(name << " group " << group);
+            CHECK(std::string(p.traits().name) == name);
+            CHECK(std::string(precision_name(p)) ==
+                  (is_quantized(p) ? name + "-g" + std::to_string(group) : name));
+            CHECK(group_size(p) == (is_quantized(p) ? group : 0));
+            CHECK(matrix_bytes(group, 3, p) ==
+                  std::size_t(3) * (std::size_t(group) * weight_bits(p) / 8 + (is_quantized(p) ? sizeof(float) : 0)));
+        }
+    CHECK(parse_precision("int8", 32) == Precision::int8_g32);
+    CHECK(parse_precision("bfloat16") == Precision::bf16);
+    CHECK_FALSE(Precision::int4_g64.traits().cuda);  // --device cuda refuses it (engine.cpp)
+    CHECK_THROWS_AS(parse_precision("int8", 48), UserError);
+    CHECK_THROWS_AS(parse_precision("int3"), UserError);
+}
+
 TEST_CASE("engine.matmul.rows_round_trip") {
     // linear_rows_*() rebuilds the row-major matrix from the panels (the GPU
     // upload depends on it): exactly the input, or its bf16 rounding.

@@ -8,7 +8,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "reference.hpp"
 
 using namespace pd;

@@ -11,7 +11,7 @@
 #include "engine/attention.hpp"
 #include "engine/block_allocator.hpp"
 #include "engine/model.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "engine/engine.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/slot_serving_engine.hpp"

@@ -14,7 +14,7 @@
 #include "engine/matmul.hpp"
 #include "engine/panel_kernels.hpp"
 #include "engine/quantize.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "measure/quality.hpp"
 
 using namespace pd;

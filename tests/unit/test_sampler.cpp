@@ -4,7 +4,7 @@
 #include "check.hpp"
 #include "common.hpp"
 #include "engine/sampler.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 using namespace pd;
 using namespace pd::test;

@@ -17,7 +17,7 @@
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
 #include "engine/sampler.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
 #include "serve/scheduler.hpp"
@@ -314,15 +314,47 @@ TEST_CASE("serve.scheduler.stop_conditions") {
         CHECK(why.at(2) == FinishReason::length);
     }
     SUBCASE("stop string") {
+        // With the byte tokenizer token t is the character t: the stop string is
+        // outputs 2 and 3, so the text ends after outputs 0 and 1 and output 3
+        // is the last token generated.
         SchedulerConfig c = config(2, 64);
-        c.token_text = [](int t) { return std::string(1, char('a' + t % 26)); };
-        const std::string stop = {char('a' + free_run[2] % 26), char('a' + free_run[3] % 26)};
+        c.tokenizer = pd::Tokenizer::bytes(kVocab);
+        const std::string stop = {char(free_run[2]), char(free_run[3])};
+        const std::string before = {char(free_run[0]), char(free_run[1])};
+        REQUIRE((before + stop).find(stop) == 2);  // no earlier match
         Scheduler s(engine, policy, c);
-        std::map<int, FinishReason> why;
-        const auto got = run_all(s, {{1, prompt, 30, {stop}}}, &why);
+        std::string text;
+        FinishReason why = FinishReason::none;
+        s.add({1, prompt, 30, {stop}});
+        while (!s.idle())
+            for (const TokenEvent& e : s.step()) {
+                text += e.text;
+                why = e.finished;
+            }
         INFO("stop string \"" << stop << "\"");
-        CHECK(why.at(1) == FinishReason::stop_string);
-        CHECK(got.at(1).size() <= 4);
+        CHECK(why == FinishReason::stop_string);
+        CHECK_MESSAGE(text == before, "the client sees the text before the stop string, and no part of it");
+    }
+    SUBCASE("the text held back is sent at the end") {
+        // A stop string that starts with output 1 but never completes: output 1
+        // is held back from its token's event and sent with the last token's.
+        SchedulerConfig c = config(2, 64);
+        c.tokenizer = pd::Tokenizer::bytes(kVocab);
+        const std::string stop = {char(free_run[1]), char(kVocab)};  // character kVocab is never generated
+        REQUIRE(free_run[0] != free_run[1]);  // output 0 is not held back
+        Scheduler s(engine, policy, c);
+        std::vector<std::string> texts;
+        FinishReason why = FinishReason::none;
+        s.add({1, prompt, 2, {stop}});
+        while (!s.idle())
+            for (const TokenEvent& e : s.step()) {
+                texts.push_back(e.text);
+                why = e.finished;
+            }
+        REQUIRE(texts.size() == 2);
+        CHECK(why == FinishReason::length);
+        CHECK(texts[0] == std::string(1, char(free_run[0])));
+        CHECK_MESSAGE(texts[1] == std::string(1, char(free_run[1])), "held back until max_tokens ended it");
     }
 }
 
@@ -385,7 +417,7 @@ TEST_CASE("serve.scheduler.bad_input") {
     CHECK_THROWS_AS(s.add({1, std::vector<int>(1001, 1), 4, {}}), pd::UserError);
     CHECK_THROWS_AS(s.add({1, {}, 4, {}}), pd::UserError);
     CHECK_THROWS_AS(s.add({1, {1}, 0, {}}), pd::UserError);
-    CHECK_THROWS_AS(s.add({1, {1}, 4, {"x"}}), pd::UserError);  // no token_text
+    CHECK_THROWS_AS(s.add({1, {1}, 4, {"x"}}), pd::UserError);  // no tokenizer
     s.add({1, {1}, 4, {}});
     CHECK_THROWS_AS(s.add({1, {2}, 4, {}}), pd::UserError);
     FakeEngine tiny(2);  // 8 positions: a 9-token request never fits

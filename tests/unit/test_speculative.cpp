@@ -10,7 +10,7 @@
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
 #include "engine/speculative.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 using namespace pd;
 using namespace pd::test;

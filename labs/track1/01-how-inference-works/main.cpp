@@ -21,7 +21,7 @@
 #include "engine/ops.hpp"
 #include "print.hpp"
 #include "engine/sampler.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 using namespace pd;
 using lab::quoted;

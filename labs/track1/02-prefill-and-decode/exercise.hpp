@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd::lab02 {
 

@@ -21,7 +21,7 @@
 
 #include "exercise.hpp"
 #include "engine/generate.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "lab_main.hpp"
 #include "print.hpp"
 #include "engine/sampler.hpp"

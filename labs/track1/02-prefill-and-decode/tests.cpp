@@ -11,7 +11,7 @@
 #include "check.hpp"
 #include "exercise.hpp"
 #include "engine/generate.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 #include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs()
 

@@ -23,8 +23,8 @@
 #include "lab_main.hpp"
 #include "print.hpp"
 #include "engine/sampler.hpp"
-#include "io/model_source.hpp"
-#include "measure/timing.hpp"
+#include "load/model_source.hpp"
+#include "base/timing.hpp"
 
 using namespace pd;
 using lab::human_bytes;

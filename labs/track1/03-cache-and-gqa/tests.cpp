@@ -15,7 +15,7 @@
 #include "check.hpp"
 #include "exercise.hpp"
 #include "engine/model.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 #include "lab_test.hpp"  // NotImplemented shown with its hint; pd::lab::needs(), observe()
 

@@ -10,7 +10,7 @@
 // server would add, without sleeping until each arrival.
 //
 // Your functions (exercise.cpp) run that virtual clock (schedule_fcfs) and turn
-// the per-token timestamps into TTFT, TPOT, ITL and E2EL; src/measure/timing.hpp's
+// the per-token timestamps into TTFT, TPOT, ITL and E2EL; src/base/timing.hpp's
 // summarize() gives their mean, median, p90 and p99.
 #include <omp.h>
 
@@ -29,7 +29,7 @@
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "engine/sampler.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 #include "io/tokenizer.hpp"
 
 using namespace pd;

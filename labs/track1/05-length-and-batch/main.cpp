@@ -29,10 +29,10 @@
 #include "engine/attention.hpp"  // the engine's decode attention, to check yours against
 #include "exercise.hpp"
 #include "engine/generate.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "lab_main.hpp"
 #include "engine/sampler.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 #include "plot.hpp"
 
 using namespace pd;

@@ -22,7 +22,7 @@
 #include "engine/engine.hpp"
 #include "exercise.hpp"
 #include "engine/generate.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "lab_test.hpp"
 #include "engine/sampler.hpp"
 

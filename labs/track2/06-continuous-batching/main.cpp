@@ -56,7 +56,7 @@ Run replay_once(Engine& e, const Options& o, const serve::Trace& trace,
     serve::StepLimits lim = o.limits;
     lim.static_batching = static_batching;
     // ignore_eos: every request produces its max_tokens, so both modes do the same work.
-    serve::Scheduler s(serving, policy, {lim, e.max_seq(), e.config().eos_id, true, nullptr});
+    serve::Scheduler s(serving, policy, {lim, e.max_seq(), e.config().eos_id, true, std::nullopt});
     Run run;
     run.r = serve::replay(s, trace, reqs, !o.quiet);
     run.m = serve::compute_serving_metrics(run.r.timings, run.r.duration_s);

@@ -12,7 +12,7 @@
 #include "engine/model.hpp"
 #include "engine/paged_kv_cache.hpp"
 #include "exercise.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "lab_test.hpp"
 
 using namespace pd::lab07;

@@ -31,7 +31,7 @@
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "slo_policy.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "plot.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/request_metrics.hpp"
@@ -164,7 +164,7 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     serve::ContinuousBatching fixed;
     lab08::SloBudgetPolicy slo({target_ms, 0.8, min_budget(o), b.tokens, 32}, [&] { return 1e3 * now(); });
     serve::StepPolicy& policy = b.slo ? static_cast<serve::StepPolicy&>(slo) : fixed;
-    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, -1, true, nullptr});
+    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, -1, true, std::nullopt});
     const int n = o.streams + 1;
     std::vector<serve::RequestTiming> t(static_cast<std::size_t>(n));
     Row row;

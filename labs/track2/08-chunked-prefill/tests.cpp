@@ -216,7 +216,7 @@ TEST_CASE("lab08.controller.holds_the_target_with_the_largest_budget") {
         const SloOptions o{target, 0.8, lo, 4096, 32};
         HashEngine engine;
         SloBudgetPolicy policy(o, [&] { return m.now_ms; });
-        Scheduler s(engine, policy, {{streams + 1, 4096, false}, 1 << 20, -1, true, nullptr});
+        Scheduler s(engine, policy, {{streams + 1, 4096, false}, 1 << 20, -1, true, std::nullopt});
         std::vector<Request> rs;
         for (int i = 0; i < streams; i++) rs.push_back({i, in.tokens(1, kHashVocab), 300, {}});
         const Request newcomer{streams, in.tokens(in.integer(800, 3000), kHashVocab), 4, {}};

@@ -28,7 +28,7 @@
 #include "analysis.hpp"
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "measure/roofline.hpp"
 #include "plot.hpp"
 #include "serve/disagg/link_probe.hpp"
@@ -37,7 +37,7 @@
 #include "serve/disagg/workers.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -132,7 +132,7 @@ serve::ReplayResult run_colocated(std::shared_ptr<const Model> model, const Opti
     serve::PagedServingEngine engine(model, {o.block_size, blocks, 0, o.lab.threads, false});
     serve::ContinuousBatching policy;
     // ignore_eos: every request produces its max_tokens in both modes (the decode workers ignore EOS too).
-    serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, nullptr});
+    serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, std::nullopt});
     return serve::replay(s, trace, reqs, !o.quiet);
 }
 

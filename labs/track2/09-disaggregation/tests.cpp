@@ -14,7 +14,7 @@
 #include "common.hpp"
 #include "engine/sampler.hpp"
 #include "exercise.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "lab_test.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "show.hpp"

@@ -25,9 +25,9 @@
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "engine/model.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "measure/roofline.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 #include "plot.hpp"
 
 using namespace pd;

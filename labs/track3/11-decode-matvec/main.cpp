@@ -29,9 +29,9 @@
 #include "engine/sampler.hpp"
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 #include "measure/roofline.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 #include "print.hpp"
 
 using namespace pd;

@@ -16,7 +16,7 @@
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "engine/quantize.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 #include "measure/bench.hpp"
 #include "measure/quality.hpp"
 

@@ -27,7 +27,7 @@
 #include "exercise.hpp"
 #include "engine/generate.hpp"
 #include "lab_main.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 #include "plot.hpp"
 
 using namespace pd;

@@ -12,7 +12,7 @@
 #include "exercise.hpp"
 #include "lab_test.hpp"
 #include "engine/generate.hpp"
-#include "io/model_source.hpp"
+#include "load/model_source.hpp"
 
 using namespace pd;
 using namespace pd::lab13;

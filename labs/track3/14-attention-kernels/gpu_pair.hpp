@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels.hpp"
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 namespace pd::lab14 {
 

@@ -31,8 +31,8 @@
 #include "gpu_pair.hpp"
 #include "kernels.hpp"
 #include "lab_main.hpp"
-#include "measure/hardware.hpp"
-#include "measure/timing.hpp"
+#include "base/hardware.hpp"
+#include "base/timing.hpp"
 #include "plot.hpp"
 #include "print.hpp"
 

@@ -1,4 +1,4 @@
-#include "measure/timing.hpp"
+#include "base/timing.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,6 +12,5 @@ std::string cpu_summary();      // "AMD EPYC, 2 cores, 23.4 GiB, 2 OpenMP thread
 std::string compiler_version(); // "GCC 12.2.0"
 std::string onednn_version();   // "oneDNN 2.6.3 (OpenMP runtime)"
 std::string openmp_version();   // "OpenMP 4.5 (201511)"
-bool cpu_has_avx512_bf16();
 
 }  // namespace pd

@@ -1,4 +1,4 @@
-#include "measure/hardware.hpp"
+#include "base/hardware.hpp"
 
 #include <omp.h>
 #include <unistd.h>
@@ -60,7 +60,5 @@ std::string onednn_version() {
 }
 
 std::string openmp_version() { return fmt::format("OpenMP {}", _OPENMP); }
-
-bool cpu_has_avx512_bf16() { return cpuinfo_field("flags").find("avx512_bf16") != std::string::npos; }
 
 }  // namespace pd

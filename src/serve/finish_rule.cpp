@@ -1,0 +1,53 @@
+#include "serve/finish_rule.hpp"
+
+#include "common.hpp"
+
+namespace pd::serve {
+
+const char* finish_reason_name(FinishReason r) {
+    switch (r) {
+        case FinishReason::none: return "none";
+        case FinishReason::eos: return "stop";  // vLLM: EOS and stop strings are "stop"
+        case FinishReason::stop_string: return "stop";
+        case FinishReason::length: return "length";
+        case FinishReason::cancelled: return "abort";
+    }
+    return "?";
+}
+
+FinishRule::FinishRule(const std::optional<Tokenizer>& tokenizer, int prompt_len, FinishLimits limits)
+    : limits_(std::move(limits)), prompt_len_(prompt_len), stops_(limits_.stop) {
+    if (limits_.max_tokens < 1) fail("max_tokens must be at least 1, got {}", limits_.max_tokens);
+    for (const auto& s : limits_.stop)
+        if (s.empty() || !tokenizer) fail("stop strings must be non-empty and need a tokenizer");
+    if (tokenizer) decoder_.emplace(*tokenizer);
+}
+
+TokenVerdict FinishRule::push(int id) {
+    generated_ += 1;
+    TokenVerdict v;
+    if (id == limits_.eos_id && !limits_.ignore_eos) {  // EOS itself is not text
+        v.text = flush();
+        v.finished = FinishReason::eos;
+        return v;
+    }
+    if (decoder_) v.text = stops_.push(decoder_->push(id));
+    if (stops_.stopped()) {
+        v.finished = FinishReason::stop_string;
+        return v;
+    }
+    // The next decode would write position prompt_len + generated - 1: it must fit the context.
+    if (generated_ >= limits_.max_tokens || prompt_len_ + generated_ > limits_.max_model_len) {
+        v.text += flush();  // the flushed end may still complete a stop string
+        v.finished = stops_.stopped() ? FinishReason::stop_string : FinishReason::length;
+    }
+    return v;
+}
+
+std::string FinishRule::flush() {
+    if (!decoder_) return "";
+    std::string text = stops_.push(decoder_->flush());
+    return text + stops_.flush();  // "" once a stop string has claimed the rest
+}
+
+}  // namespace pd::serve
