@@ -91,9 +91,9 @@ rm -rf "$target"
 mkdir -p "$target"
 tar -C "$target" -xf "$base"
 cp /etc/resolv.conf "$target/etc/resolv.conf"
-chroot_sh yes "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ python3 >/dev/null" ||
-    fail "installing g++ and python3 in the chroot failed"
-echo "$(chroot_sh yes '. /etc/os-release; echo $PRETTY_NAME'); $(chroot_sh yes 'g++ --version | head -n1; python3 --version' | paste -sd' ')"
+install="DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ python3"
+chroot_sh yes "apt-get update -qq && $install >/dev/null" || fail "installing g++ and python3 in the chroot failed"
+chroot_sh yes '. /etc/os-release; echo "$PRETTY_NAME: $(g++ --version | head -n1), $(python3 --version)"'
 
 stage "tree: the working tree as the device tool sends it, and the bundle, into /kit"
 mkdir -p "$target/kit"
@@ -120,5 +120,7 @@ for s in "configure" "build" "meson test --suite gpu"; do
 done
 grep -E "^(Ok|Fail|Skipped|Timeout):" "$target/kit/.device/build/results/tests.log" || true
 ((keep)) || rm -rf "$target"
-stage "done: rehearsal $( ((passed)) && echo PASSED || echo FAILED ), total $((SECONDS - start)) s; report in .device/rehearsal/"
+verdict=FAILED
+((passed)) && verdict=PASSED
+stage "done: rehearsal $verdict, total $((SECONDS - start)) s; report in .device/rehearsal/"
 ((passed))
