@@ -264,7 +264,10 @@ std::vector<std::string> unknown_config_keys(std::string_view text, const std::s
     const std::string type = j.string_or("model_type", "");
     const std::vector<std::string_view>& read = read_keys(type);
     std::vector<std::string> unknown;
-    for (const auto& [key, value] : j.json().items()) {
+    for (const auto& item : j.json().items()) {
+        // Not a structured binding: clang before 16 (the fuzz build on Debian 12)
+        // cannot capture one in the lambda below.
+        const std::string& key = item.key();
         const bool refused_when_it_matters =
             std::any_of(unimplemented_keys().begin(), unimplemented_keys().end(),
                         [&](const Unimplemented& u) { return key == u.key; });
