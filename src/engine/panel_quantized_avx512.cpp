@@ -17,8 +17,9 @@
 // four unsigned bytes by four signed ones per int32 lane, 64 products per
 // instruction, twice vpdpwssd's 32, which bounded int4 (one vpdpwssd per
 // cycle on Zen 5, whatever the nibbles cost). Per 64 bytes (two k-pairs): one
-// load, one vpermw to bring each column's four k together, three bitwise ops
-// and a shift for the nibbles, 2 vpdpbusd. The weights enter as the unsigned
+// load, one vpermw to bring each column's four k together, two vpternlogd and
+// a shift for the nibbles, 2 vpdpbusd. (Each thread rounds its own copy of x
+// to bytes per call: K values against its share of the panels.) The weights enter as the unsigned
 // operand, q + 8 in [1, 15]; 8 x the group's sum of x is taken back out of
 // every sum, so they stay exact.
 // x86 only: meson compiles this file for x86_64 builds alone.
