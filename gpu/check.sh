@@ -33,6 +33,9 @@
 #        BUDGET_S=N     stop starting steps after N seconds: a step gets at most
 #                       the time left, later steps are skipped and listed (0: none)
 #        RESULTS=DIR    keep every log and JSON there (default: a temporary folder)
+#        PREBUILT=1     BUILD already holds the programs (gpu/prepare_device_bundle.sh
+#                       --prebuilt, unpacked by gpu/device_run.sh): no configure, no
+#                       build, and the gpu tests run as programs, without meson
 #
 # A failing step is recorded and the script goes on with the next one; it
 # exits 1 if any step failed or a target was missed, 0 otherwise. A step that
@@ -207,7 +210,10 @@ bw="" gemm="" gemm_sq="" roof_ok=1 tests_line=""
 # list of four architectures would quadruple the nvcc time.
 archs=${GPU_ARCHS:-}
 [ -n "$archs" ] || { [ "$gpu_visible" -eq 1 ] && archs=native || archs=90; }
-if [ -f "$build/build.ninja" ]; then
+if [ "${PREBUILT:-0}" = 1 ]; then
+    echo "== configure and build: none, $build holds prebuilt programs" >&2
+    echo "| build | prebuilt | 0 |" >>"$timings"
+elif [ -f "$build/build.ninja" ]; then
     step "configure (existing $build)" 120 configure.log meson configure "$build" -Dcuda=enabled -Dtests=true \
         -Dgpu_archs="$archs"
 else
@@ -215,7 +221,7 @@ else
         -Dgpu_archs="$archs"
 fi
 # shellcheck disable=SC2086  # TARGETS is a list of ninja targets
-if ! step "build" "${BUILD_LIMIT_S:-900}" build.log ninja -C "$build" -j"$jobs" $targets; then
+if [ "${PREBUILT:-0}" != 1 ] && ! step "build" "${BUILD_LIMIT_S:-900}" build.log ninja -C "$build" -j"$jobs" $targets; then
     echo "the build failed: see $report" >&2
 fi
 pdlab="$build/src/pdlab/pdlab"
@@ -244,9 +250,13 @@ headline_steps() {
 # 4. Tests, each with a quarter of its timeout (900 s and 600 s in
 # tests/gpu/meson.build, sized for slow cards): a hang must not eat the run.
 test_steps() {
-    # With TARGETS, only those were built: meson test must not build the rest.
-    step "meson test --suite gpu" 600 tests.log meson test -C "$build" --suite gpu --print-errorlogs \
-        --num-processes 1 --timeout-multiplier 0.25 ${targets:+--no-rebuild}
+    if [ "${PREBUILT:-0}" = 1 ]; then
+        prebuilt_test_steps
+    else
+        # With TARGETS, only those were built: meson test must not build the rest.
+        step "meson test --suite gpu" 600 tests.log meson test -C "$build" --suite gpu --print-errorlogs \
+            --num-processes 1 --timeout-multiplier 0.25 ${targets:+--no-rebuild}
+    fi
     tests_line=$(grep -E "^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):" "$tmp/tests.log" | tr -s ' ' | paste -sd' ' -)
     local skipped
     skipped=$(sed -n 's/^Skipped: *\([0-9][0-9]*\).*/\1/p' "$tmp/tests.log" 2>/dev/null | head -n1)
@@ -255,6 +265,30 @@ test_steps() {
         failed=$((failed + 1))
     fi
     write_report
+}
+
+# 4, without meson (PREBUILT): tests/gpu/meson.build's gpu tests run as
+# programs, with the same arguments and a quarter of their timeouts, and
+# tests.log gets meson's count lines, which the summary reads.
+prebuilt_test_steps() {
+    local t="$build/tests/gpu" ok=0 fail=0 skip=0 timeout_n=0 rc
+    prebuilt_test() {  # prebuilt_test NAME TIMEOUT_S PROGRAM ARGS...
+        local name=$1 limit=$2
+        shift 2
+        step "test $name" "$limit" "test_$name.log" "$@"
+        rc=$?
+        case $rc in
+            0) ok=$((ok + 1)) ;;
+            77) skip=$((skip + 1)) ;;
+            124|137) timeout_n=$((timeout_n + 1)) ;;
+            *) fail=$((fail + 1)) ;;
+        esac
+    }
+    prebuilt_test gpu.host 30 "$t/gpu_host_tests" --no-intro
+    prebuilt_test gpu.kernels 225 "$t/gpu_tests" '--test-case=gpu.kernels.*' --no-intro
+    prebuilt_test gpu.model 225 "$t/gpu_tests" '--test-case=gpu.model.*' --no-intro
+    prebuilt_test gpu.pair 150 "$t/gpu_pair_tests" --no-intro
+    printf 'Ok: %d\nFail: %d\nSkipped: %d\nTimeout: %d\n' "$ok" "$fail" "$skip" "$timeout_n" >"$tmp/tests.log"
 }
 
 # 5. The dev harnesses and the GPU labs.

@@ -10,8 +10,15 @@
 #      database) and points the build's search paths (PATH, PKG_CONFIG_*, CPATH,
 #      LIBRARY_PATH) at it; the programs find the bundle's and CUDA's libraries
 #      through an rpath, leaving the machine's own tools their own libraries
+#   1b. where .device/prebuilt.tar.xz was carried (prepare_device_bundle.sh
+#      --prebuilt: the programs built on the Debian 12 machine for sm_90, with
+#      an rpath into /tmp/pdlab-prefix), unpacks it into $BUILD and makes the
+#      source root they were configured in lead here (data paths are compiled
+#      in), then checks with ldd that every library they need is found. If one
+#      is not, it says which and builds here instead (step 2's build)
 #   2. runs gpu/check.sh (configure with -Dcuda=enabled for this GPU alone,
-#      build only what it runs; then bandwidth, GEMM, the 1B bench and the
+#      build only what it runs, or nothing with prebuilt programs; then
+#      bandwidth, GEMM, the 1B bench and the
 #      targets first, the gpu tests with short timeouts, then the rest) within
 #      what is left of the budget: each step gets at most the time left, later
 #      ones are skipped. $OUT/report.md is rewritten after every step
@@ -19,7 +26,8 @@
 #      $OUT/device_run.log and $OUT/results.tar.gz (every log and JSON)
 #
 # With the device tool:  run command "gpu/device_run.sh",
-# carry [".device/debs", ".device/COMMIT"], timeout_s 600 (not all of .device:
+# carry [".device/debs", ".device/COMMIT", ".device/prebuilt.tar.xz"] (the last
+# only with --prebuilt), timeout_s 600 (not all of .device:
 # a dry run's build folder there belongs to this checkout's path). A second
 # call on a still-warm machine reuses the build folder it left there. Where no GPU is visible it says so, the build and the host
 # tests still run, and every GPU step skips (exit 77).
@@ -43,18 +51,10 @@ log="$out/device_run.log"
 say() { echo "device_run: $*" | tee -a "$log" >&2; }
 elapsed() { echo $(( $(date +%s) - started )); }
 
-# What gpu/check.sh runs, and nothing else: the rest of the kit (other labs,
-# the engine's unit tests, tools) would double the build for nothing here.
-targets=(
-    src/pdlab/pdlab
-    gpu/dev/targets gpu/dev/attention_decode gpu/dev/attention_prefill gpu/dev/bandwidth gpu/dev/gemm
-    gpu/dev/gemv_bf16 gpu/dev/gemv_int8
-    tests/gpu/gpu_tests tests/gpu/gpu_host_tests tests/gpu/gpu_pair_tests
-    labs/track1/02-prefill-and-decode/02-prefill-and-decode
-    labs/track1/05-length-and-batch/05-length-and-batch
-    labs/track3/13-speculative-decoding/13-speculative-decoding
-    labs/track3/14-attention-kernels/14-attention-kernels
-)
+# What gpu/check.sh runs, and nothing else (gpu/device_targets): the rest of
+# the kit (other labs, the engine's unit tests, tools) would double the build
+# for nothing here.
+mapfile -t targets < <(grep -v '^#' gpu/device_targets)
 
 # One package's files into $prefix: dpkg -x, or ar and tar where there is no dpkg.
 extract_deb() {
@@ -125,6 +125,11 @@ check_assumptions() {
     for c in "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-*; do
         [ -n "$c" ] && [ -x "$c/bin/nvcc" ] && { cuda=$c; break; }
     done
+    if [ -z "$cuda" ] && [ -f .device/prebuilt.tar.xz ]; then
+        cuda=/usr/local/cuda
+        say "no nvcc under CUDA_PATH or /usr/local/cuda*: only the prebuilt programs can run"
+        return 0
+    fi
     [ -n "$cuda" ] || { say "no CUDA Toolkit: no nvcc under CUDA_PATH or /usr/local/cuda*; set CUDA_PATH"; return 2; }
     say "CUDA: $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
     if command -v dpkg >/dev/null 2>&1; then
@@ -143,6 +148,7 @@ check_assumptions() {
     if ! "$cuda/bin/nvcc" -c "$probe/p.cu" -o "$probe/p.o" >"$probe/log" 2>&1; then
         say "nvcc cannot compile with this host compiler ($(c++ --version 2>&1 | head -n1)): $(head -n3 "$probe/log")"
         rm -rf "$probe"
+        [ -f .device/prebuilt.tar.xz ] && { say "only the prebuilt programs can run"; return 0; }
         return 2
     fi
     say "host compiler nvcc accepts: $(c++ --version 2>&1 | head -n1)"
@@ -151,7 +157,7 @@ check_assumptions() {
 
 # The machine as found: the tools the build needs and where they come from.
 describe_machine() {
-    say "host $(uname -n): $(nproc) cores, $(uname -r); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+    say "host $(uname -n): $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)), $(uname -r); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
     say "meson $(meson --version 2>&1 | head -n1) ($(command -v meson)); ninja $(ninja --version 2>&1) ($(command -v ninja))"
     say "python3: $(python3 --version 2>&1) ($(command -v python3))"
     if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
@@ -173,6 +179,61 @@ collect() {
     say "done in $(elapsed) s: $out/report.md, $out/results.tar.gz, $out/device_run.log"
 }
 
+# Each "BINARY: libX.so => not found" of the programs in $build.
+missing_libraries() {
+    local bin
+    for bin in $(find "$build" -type f -perm -u+x); do
+        ldd "$bin" 2>&1 | grep 'not found' | sed "s|^|$bin: |"
+    done
+}
+
+# 1b. The prebuilt programs into $build, if they were carried. Their rpath
+# names the prefix they expect and their compiled-in data paths the source
+# root they were configured in: both are made to hold here. Returns 1 (build
+# here instead) when there is no archive or a library is not found.
+use_prebuilt() {
+    local archive=.device/prebuilt.tar.xz env_file="$build/prebuilt.env" root missing
+    [ -f "$archive" ] || return 1
+    rm -rf "$build"
+    mkdir -p "$build"
+    if ! tar -xJf "$archive" 2>>"$log" &&
+        ! python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(".")' "$archive" 2>>"$log"; then
+        say "cannot unpack $archive: building here instead"
+        return 1
+    fi
+    mkdir -p "$results"
+    # shellcheck disable=SC1090  # written by prepare_device_bundle.sh: SOURCE_ROOT, PREFIX, COMMIT
+    . "$env_file" || { say "$env_file is missing: building here instead"; return 1; }
+    [ "$PREFIX" = "$prefix" ] || { say "the prebuilt programs look for libraries in $PREFIX, not $prefix: building here instead"; return 1; }
+    root=$(pwd -P)
+    if [ "$(readlink -f "$SOURCE_ROOT" 2>/dev/null)" != "$root" ]; then
+        if [ -e "$SOURCE_ROOT" ] || ! { mkdir -p "$(dirname "$SOURCE_ROOT")" && ln -s "$root" "$SOURCE_ROOT"; }; then
+            say "the prebuilt programs read data under $SOURCE_ROOT, which cannot be made to lead to $root: building here instead"
+            return 1
+        fi
+        say "$SOURCE_ROOT -> $root (the source root the prebuilt programs were configured in)"
+    fi
+    missing=$(missing_libraries)
+    if [ -n "$missing" ] && [ -z "${LD_LIBRARY_PATH:-}" ]; then
+        # Built where CUDA lives in /usr/local/cuda: elsewhere, its libraries
+        # (or a Python wheel's copy of them) on LD_LIBRARY_PATH; CUDA's only.
+        local dirs
+        dirs=$(find "$cuda" /usr/local /opt -maxdepth 7 \( -name 'libcublas.so.*' -o -name 'libcudart.so.*' \) \
+            -printf '%h\n' 2>/dev/null | sort -u | paste -sd: -)
+        if [ -n "$dirs" ]; then
+            export LD_LIBRARY_PATH=$dirs
+            say "libraries missing with the built-in rpath; trying LD_LIBRARY_PATH=$dirs"
+            missing=$(missing_libraries)
+        fi
+    fi
+    if [ -n "$missing" ]; then
+        say "prebuilt programs miss libraries: building here instead"$'\n'"$missing"
+        return 1
+    fi
+    say "prebuilt programs of commit $COMMIT (sm_90) unpacked into $build; every library found ($(elapsed) s)"
+    say "$(ldd "$build/src/pdlab/pdlab" | grep -E 'dnnl|cublas|cudart|stdc|gomp' | tr -s ' \t' ' ' | paste -sd';' -)"
+}
+
 # A build folder configured in another checkout (its paths are absolute) cannot be reused.
 drop_foreign_build() {
     if [ -f "$build/build.ninja" ] && ! grep -qF -- "--internal regenerate $PWD " "$build/build.ninja"; then
@@ -183,14 +244,21 @@ drop_foreign_build() {
 }
 
 main() {
+    local prebuilt=0
     drop_foreign_build
     check_assumptions || { collect; return 2; }
     unpack_bundle || { collect; return 2; }
+    if use_prebuilt; then
+        prebuilt=1
+    elif [ -f .device/prebuilt.tar.xz ]; then
+        rm -rf "$build"
+        mkdir -p "$results"
+    fi
     bundle_env
     describe_machine
     local left=$(( budget - $(elapsed) - 15 ))  # 15 s for collect()
     say "gpu/check.sh with $left s left of the $budget s budget"
-    BUILD="$build" TARGETS="${targets[*]}" BUDGET_S="$left" RESULTS="$results" \
+    PREBUILT=$prebuilt BUILD="$build" TARGETS="${targets[*]}" BUDGET_S="$left" RESULTS="$results" \
         timeout $(( left + 30 )) gpu/check.sh "$out/report.md" 2>&1 | tee -a "$log"
     local rc=${PIPESTATUS[0]}
     say "gpu/check.sh exited $rc after $(elapsed) s"

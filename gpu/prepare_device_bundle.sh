@@ -5,12 +5,17 @@
 #
 #   .device/debs/*.deb   the packages below (apt-get download: nothing is installed)
 #   .device/COMMIT       the commit they were prepared at
+#   .device/prebuilt.tar.xz  with --prebuilt: gpu/device_targets built here for
+#                        sm_90 (the lent H200), release, in .device/build, with
+#                        an rpath into /tmp/pdlab-prefix where device_run.sh
+#                        unpacks the bundle; stripped. A lent machine's minutes
+#                        then go to measuring, not to a build of minutes
 #
-# .device/ is ignored by git; the device tool carries the two paths above
-# (carry [".device/debs", ".device/COMMIT"]), within its 64 MiB limit for the
-# working tree and carried paths together.
+# .device/ is ignored by git; the device tool carries the paths above
+# (carry [".device/debs", ".device/COMMIT", ".device/prebuilt.tar.xz"]), within
+# its 64 MiB limit for the working tree and carried paths together.
 #
-#   gpu/prepare_device_bundle.sh [--dry-run]
+#   gpu/prepare_device_bundle.sh [--prebuilt] [--dry-run]
 #
 # --dry-run then runs gpu/device_run.sh here as the GPU machine would, with
 # only the bundle: inside bubblewrap, every file of the bundled packages that
@@ -54,7 +59,7 @@ download() {
 measure() {
     local tree debs
     tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -n1 | cut -f1)
-    debs=$(du -cb .device/debs/*.deb | tail -n1 | cut -f1)
+    debs=$(du -cb .device/debs/*.deb .device/prebuilt.tar.xz 2>/dev/null | tail -n1 | cut -f1)
     say "bundle: $(ls .device/debs | wc -l) packages, $((debs >> 20)) MiB; working tree $((tree >> 20)) MiB;" \
         "together $(((tree + debs) >> 20)) MiB of the $((carry_limit >> 20)) MiB the device tool carries"
     if [ $((tree + debs)) -ge "$carry_limit" ]; then
@@ -75,19 +80,53 @@ hide_installed() {
     done
 }
 
+# The programs gpu/check.sh runs, built here for the H200 and packed with what
+# device_run.sh needs to place them: the source root their data paths name
+# and the prefix their rpath names.
+prebuilt() {
+    local build=.device/build prefix=/tmp/pdlab-prefix targets
+    mapfile -t targets < <(grep -v '^#' gpu/device_targets)
+    if [ ! -f "$build/build.ninja" ]; then
+        LDFLAGS="-Xlinker --disable-new-dtags -Xlinker -rpath=$prefix/usr/lib/x86_64-linux-gnu" \
+            meson setup "$build" -Dcuda=enabled -Dtests=true --buildtype=release -Dgpu_archs=90 >/dev/null
+    fi
+    say "building ${#targets[@]} programs for sm_90 in $build"
+    ninja -C "$build" "${targets[@]}" >/dev/null
+    printf 'SOURCE_ROOT=%q\nPREFIX=%q\nCOMMIT=%q\n' "$PWD" "$prefix" "$(cat .device/COMMIT)" >"$build/prebuilt.env"
+    local files=("$build/prebuilt.env") t
+    for t in "${targets[@]}"; do
+        strip -o "$build/$t.stripped" "$build/$t"
+        files+=("$build/$t.stripped")
+    done
+    # Each program under its own name, stripped (the build keeps the unstripped one).
+    tar -cJf .device/prebuilt.tar.xz --transform 's/\.stripped$//' "${files[@]}"
+    find "$build" -name '*.stripped' -delete
+    say "prebuilt: .device/prebuilt.tar.xz, $(( $(stat -c %s .device/prebuilt.tar.xz) >> 20 )) MiB"
+}
+
 dry_run() {
     command -v bwrap >/dev/null || { say "--dry-run needs bubblewrap (apt-get install bubblewrap)"; exit 2; }
     local hide=()
     mapfile -d '' hide < <(hide_installed)
     say "dry run: $(( ${#hide[@]} / 3 )) installed files of the bundled packages hidden"
-    rm -rf .device/dry-run .device/build
+    rm -rf .device/dry-run .device/dry-run-build
     bwrap --ro-bind / / --dev /dev --proc /proc --bind /tmp /tmp --bind "$PWD" "$PWD" "${hide[@]}" -- \
         env -i HOME="$HOME" TERM=dumb PATH=/usr/bin:/bin:/usr/local/cuda/bin CCACHE_DISABLE=1 \
-        OUT=.device/dry-run BUDGET_S="${BUDGET_S:-3000}" JOBS="${JOBS:-2}" gpu/device_run.sh || true
+        OUT=.device/dry-run BUILD=.device/dry-run-build BUDGET_S="${BUDGET_S:-3000}" JOBS="${JOBS:-2}" \
+        gpu/device_run.sh || true
     say "dry run done: .device/dry-run/report.md, .device/dry-run/device_run.log"
 }
 
+with_prebuilt=0 with_dry_run=0
+for a in "$@"; do
+    case $a in
+        --prebuilt) with_prebuilt=1 ;;
+        --dry-run) with_dry_run=1 ;;
+        *) say "unknown argument $a (use --prebuilt, --dry-run)"; exit 2 ;;
+    esac
+done
 download
+((with_prebuilt)) && prebuilt
 measure
-[ "${1:-}" = --dry-run ] && dry_run
+((with_dry_run)) && dry_run
 exit 0

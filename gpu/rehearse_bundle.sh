@@ -12,14 +12,18 @@
 #            unpacked afresh into DIR, plus only what the GPU machine's image
 #            has beside CUDA: g++ and python3 (apt-get, with the network)
 #   tree     what the device tool sends: the tracked and untracked-not-ignored
-#            files (no .git), .device/debs and .device/COMMIT, into /kit
+#            files (no .git), .device/debs, .device/COMMIT and, where
+#            prepare_device_bundle.sh --prebuilt made it, .device/prebuilt.tar.xz,
+#            into /kit
 #   run      gpu/device_run.sh in /kit, chrooted, with no network (a network
 #            namespace of its own), a minimal environment, no ccache, and this
 #            machine's CUDA Toolkit bind-mounted read-only at /usr/local/cuda,
 #            where the GPU machine has it. With no GPU it builds for sm_90 only
 #            (check.sh's choice) and the GPU steps skip (exit 77)
 #   verdict  passes when the configure, the build and `meson test --suite gpu`
-#            (host tests run, GPU tests skip) succeeded
+#            (host tests run, GPU tests skip) succeeded; with prebuilt
+#            programs, when they were used (every library found) and the host
+#            tests passed
 #
 # The report, log and results archive land in .device/rehearsal/. Exit status:
 # 0 passed, 1 a step failed (the verdict names it), 2 the rehearsal itself
@@ -33,7 +37,7 @@ root=$PWD
 base=""
 dir=/var/tmp/pdlab-rehearse
 keep=0
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 while (($#)); do
     case "$1" in
         --base) base=${2:?}; shift 2 ;;
@@ -100,7 +104,9 @@ mkdir -p "$target/kit"
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
     [[ -e "$f" ]] && printf '%s\0' "$f"  # a deleted tracked file does not travel
 done | tar --null -T - -cf - | tar -C "$target/kit" -xf -
-tar -cf - .device/debs .device/COMMIT | tar -C "$target/kit" -xf -
+prebuilt_archive=()
+[[ -f .device/prebuilt.tar.xz ]] && prebuilt_archive=(.device/prebuilt.tar.xz)
+tar -cf - .device/debs .device/COMMIT "${prebuilt_archive[@]}" | tar -C "$target/kit" -xf -
 echo "$(du -sm "$target/kit" | cut -f1) MiB, $(ls .device/debs | wc -l) packages, bundle of $(cat .device/COMMIT)"
 
 stage "run: gpu/device_run.sh, no network, CUDA $cuda at /usr/local/cuda"
@@ -115,9 +121,17 @@ stage "verdict (device_run.sh exited $rc; with no GPU its measurements are missi
 timings="$target/kit/.device/build/results/timings.md"
 cat "$timings"
 passed=1
-for s in "configure" "build" "meson test --suite gpu"; do
+# With prebuilt programs: they ran (host tests passed, GPU tests skipped)
+# with nothing but the bundle's libraries, from a source root not their own.
+required=("configure" "build" "meson test --suite gpu")
+grep -q "^| build | prebuilt |" "$timings" && required=("test gpu.host")
+for s in "${required[@]}"; do
     grep -q "^| $s | 0 |" "$timings" || { echo "FAILED: $s (see .device/rehearsal/device_run.log)"; passed=0; }
 done
+if ((${#prebuilt_archive[@]})) && [[ ${required[0]} != "test gpu.host" ]]; then
+    echo "FAILED: the prebuilt programs were carried but not used (see .device/rehearsal/device_run.log)"
+    passed=0
+fi
 grep -E "^(Ok|Fail|Skipped|Timeout):" "$target/kit/.device/build/results/tests.log" || true
 ((keep)) || rm -rf "$target"
 verdict=FAILED
