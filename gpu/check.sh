@@ -234,7 +234,7 @@ headline_steps() {
     step "cuBLAS bf16 GEMM" 180 gemm.log "$dev/gemm" --m 2048
     gemm=$(result "$tmp/gemm.log" gemm_tflops)
     gemm_sq=$(result "$tmp/gemm.log" gemm_square_tflops)
-    step "bench llama-1b bf16" 600 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
+    step "bench llama-1b bf16" 240 b1b.log "$pdlab" bench --device cuda -m synthetic:llama-1b \
         --precision bf16 -P 2048 -n 64 --json "$tmp/b1b.json"
     if [ -n "$bw" ] && [ -n "$gemm" ] && [ -f "$tmp/b1b.json" ]; then
         step "targets (gpu/dev/targets)" 60 roof.log "$build/gpu/dev/targets" --model synthetic:llama-1b \
@@ -268,7 +268,7 @@ test_steps() {
 }
 
 # 4, without meson (PREBUILT): tests/gpu/meson.build's gpu tests run as
-# programs, with the same arguments and a quarter of their timeouts, and
+# programs, with the same arguments and short timeouts, and
 # tests.log gets meson's count lines, which the summary reads.
 prebuilt_test_steps() {
     local t="$build/tests/gpu" ok=0 fail=0 skip=0 timeout_n=0 rc
@@ -285,9 +285,9 @@ prebuilt_test_steps() {
         esac
     }
     prebuilt_test gpu.host 30 "$t/gpu_host_tests" --no-intro
-    prebuilt_test gpu.kernels 225 "$t/gpu_tests" '--test-case=gpu.kernels.*' --no-intro
-    prebuilt_test gpu.model 225 "$t/gpu_tests" '--test-case=gpu.model.*' --no-intro
-    prebuilt_test gpu.pair 150 "$t/gpu_pair_tests" --no-intro
+    prebuilt_test gpu.kernels 150 "$t/gpu_tests" '--test-case=gpu.kernels.*' --no-intro
+    prebuilt_test gpu.model 180 "$t/gpu_tests" '--test-case=gpu.model.*' --no-intro
+    prebuilt_test gpu.pair 120 "$t/gpu_pair_tests" --no-intro
     printf 'Ok: %d\nFail: %d\nSkipped: %d\nTimeout: %d\n' "$ok" "$fail" "$skip" "$timeout_n" >"$tmp/tests.log"
 }
 
