@@ -14,9 +14,10 @@
 #   5. the dev harnesses (validated, then timed): the bf16 and int8 GEMVs of
 #      decode's products at M = 1, decode and prefill attention; labs 14 and 13
 #   6. the other benches: synthetic:bench-llama-125m (f32, bf16, int8) and the
-#      1B decode with the bf16 KV cache (PDLAB_CUDA_KV=bf16)
+#      1B decode with the bf16 KV cache (PDLAB_CUDA_KV=bf16), and with CUDA graphs off
 #   7. pdlab compare (CPU vs GPU side by side); pdlab serve-sim on the paged engine
 #   8. labs 02 and 05 on both devices, side by side (what ./kit compare 02 / 05 print)
+#   9. where a 1B decode step's time goes: each kernel's time under Nsight Compute, if ncu is there
 # and prints one summary table and each step's time. Everything, summary
 # first, goes to the report file (default docs/gpu-results.md), headed by the
 # date, the card, the driver and nvcc; the report is rewritten after every
@@ -156,6 +157,7 @@ fmt1() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.1f' "$1" || printf 'n/a'; }
 verdict() { [ "$1" = true ] && echo MET || { [ "$1" = false ] && echo MISSED || echo n/a; }; }
 met() { sed -n "s/^ *\"$1\": \(true\|false\),\{0,1\}$/\1/p" "$tmp/roof.json" 2>/dev/null | head -n1; }
 write_report() {
+local n p f  # not the caller's: lab_both's n is live while its steps write the report
 {
     echo "| measurement | value | target | verdict |"
     echo "|---|---|---|---|"
@@ -164,6 +166,7 @@ write_report() {
     echo "| cuBLAS bf16 GEMM, Llama-1B shapes at M = 2048 | $(fmt1 "$gemm") TFLOP/s (square 8192: $(fmt1 "$gemm_sq")) | | |"
     echo "| llama-1b bf16 decode, ms/token (batch 1, after 2048) | $(fmt3 "$(v "$tmp/b1b.json" decode_ms_per_token_median)") | <= 1.5 x floor $(fmt3 "$(v "$tmp/roof.json" decode_floor_ms)") ms | ratio $(fmt3 "$(v "$tmp/roof.json" decode_ratio)"): $(verdict "$(met decode_met)") |"
     echo "| llama-1b bf16 decode with a bf16 KV cache (PDLAB_CUDA_KV=bf16), ms/token (after 2048) | $(fmt3 "$(v "$tmp/b1b_kv16.json" decode_ms_per_token_median)") | | |"
+    echo "| llama-1b bf16 decode with CUDA graphs off (PDLAB_CUDA_GRAPHS=0), ms/token (after 2048) | $(fmt3 "$(v "$tmp/b1b_nograph.json" decode_ms_per_token_median)") | | |"
     echo "| llama-1b bf16 prefill of 2048 tokens, ms | $(fmt3 "$(v "$tmp/b1b.json" prefill_ms_median)") ($(fmt1 "$(v "$tmp/roof.json" prefill_tflops)") TFLOP/s) | >= 0.5 x GEMM rate | ratio $(fmt3 "$(v "$tmp/roof.json" prefill_ratio)"): $(verdict "$(met prefill_met)") |"
     echo "| bf16 GEMV, 1B decode step's products (M = 1): warp per row v3 / cuBLAS, ms (x floor) | $(fmt3 "$(result "$tmp/gemv.log" gemv_v3_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v3_floor_ratio)")) / $(fmt3 "$(result "$tmp/gemv.log" gemv_v4_ms)") ($(fmt3 "$(result "$tmp/gemv.log" gemv_v4_floor_ratio)")) | | |"
     echo "| decode attention, 1B shapes after 2048, 16 layers: engine kernel on an f32 / a bf16 cache, ms (x its floor) | $(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v4_ms)") ($(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v4_floor_ratio)")) / $(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v6_ms)") ($(fmt3 "$(result "$tmp/att_decode.log" attn_decode_v6_floor_ratio)")) | | |"
@@ -179,6 +182,7 @@ write_report() {
         printf '```\n%s\n```\n\n' "$(cat "$tmp/lab${n}_compare.log")"
     done
     [ -s "$tmp/lab13_cuda.log" ] && printf '```\n%s\n```\n\n' "$(tail -n 20 "$tmp/lab13_cuda.log")"
+    [ -s "$tmp/profile.log" ] && printf '```\n%s\n```\n\n' "$(cat "$tmp/profile.log")"
     [ -s "$tmp/lab14_cuda.log" ] && printf '```\n%s\n```\n\n' "$(grep -v '^prefill_gpu: \|^decode_gpu: ' "$tmp/lab14_cuda.log")"
     [ -f "$tmp/alerts.md" ] && cat "$tmp/alerts.md" && echo
     echo "Steps failed: $failed. Steps skipped for the ${budget} s budget: $over_budget. Total time: $(( $(date +%s) - started )) s."
@@ -321,6 +325,25 @@ bench_steps() {
     # The 1B decode reading a bf16 KV cache (half the cache's bytes), once, short.
     step "bench llama-1b bf16, bf16 KV cache" 300 b1b_kv16.log env PDLAB_CUDA_KV=bf16 "$pdlab" bench --device cuda \
         -m synthetic:llama-1b --precision bf16 -P 2048 -n 32 --warmup 1 --repeats 1 --json "$tmp/b1b_kv16.json"
+    # And with every kernel launched (no CUDA graph): what the graph saves per step.
+    step "bench llama-1b bf16, CUDA graphs off" 300 b1b_nograph.log env PDLAB_CUDA_GRAPHS=0 "$pdlab" bench \
+        --device cuda -m synthetic:llama-1b --precision bf16 -P 2048 -n 32 --warmup 1 --repeats 1 \
+        --json "$tmp/b1b_nograph.json"
+}
+
+# 9. Where a 1B decode step's time goes: every kernel of a window of about
+# four decode steps, timed by Nsight Compute (clocks as found), summed per
+# kernel; beside the bench's step time, the rest is time between kernels.
+# The window skips the upload and the 2048-token prefill (under 1500 launches).
+profile_steps() {
+    local ncu
+    ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+    [ -n "$ncu" ] || { echo "== decode profile: skipped, no ncu on this machine" >&2; return 0; }
+    step "decode profile (ncu, llama-1b bf16)" 180 ncu.log "$ncu" --csv --clock-control none \
+        --metrics gpu__time_duration.sum --launch-skip 1500 --launch-count 600 \
+        "$pdlab" bench --device cuda -m synthetic:llama-1b --precision bf16 -P 2048 -n 24 --warmup 0 --repeats 1 &&
+        step "decode profile, per kernel" 30 profile.log python3 gpu/dev/profile_summary.py "$tmp/ncu.log" \
+            --step-kernel argmax_kernel
 }
 
 # 8. A lab on both devices (./kit compare's recipe, without its setup).
@@ -350,6 +373,7 @@ if [ "$gpu_visible" -eq 1 ]; then
         --prefix-len 256 --prompt-len fixed:64 --output-len fixed:32 --ignore-eos --max-seqs 16
     lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
     lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
+    profile_steps
 else
     loud "NO GPU FOUND: the card, the benches, the targets, the harnesses, compare and labs 02 and 05 need one and did not run"
 fi

@@ -66,9 +66,16 @@ def main():
         return
     width = max(len(r[0]) for r in table)
     print(f"  {'':<{width}} {'cpu':>12} {'cuda':>12} {'gpu speed-up':>13}")
+    no_ratio = False
     for label, a, b, rate in table:
-        speed = (b / a if rate else a / b) if a and b else float("nan")
-        print(f"  {label:<{width}} {a:>12.4g} {b:>12.4g} {speed:>12.2f}x")
+        if a > 0 and b > 0:
+            speed = f"{(b / a if rate else a / b):>12.2f}x"
+        else:
+            speed, no_ratio = f"{'n/a':>13}", True
+        print(f"  {label:<{width}} {a:>12.4g} {b:>12.4g} {speed}")
+    if no_ratio:
+        print("  n/a: a value of zero or below has no speed-up; a prefill fit term <= 0 means the time did not\n"
+              "  grow that way at these lengths (on a GPU, a prompt of 32 and one of 512 cost about the same)")
 
 
 if __name__ == "__main__":

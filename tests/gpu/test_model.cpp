@@ -311,7 +311,7 @@ TEST_CASE("gpu.model.preset_shapes") {
 // logits, on two GPU engines fed the same tokens (batch of 2: a row each).
 TEST_CASE("gpu.model.decode_greedy_is_the_argmax_of_the_logits") {
     for (Precision p : kPrecisions) {
-        INFO(precision_name(p));
+        INFO(std::string(precision_name(p)));
         auto lm = load_model(kModels[0], p, false, kBoth);
         const int V = lm.model->config.vocab_size;
         EngineOptions o;

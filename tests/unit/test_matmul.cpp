@@ -103,7 +103,7 @@ TEST_CASE("engine.matmul.arranged_for_decode") {
                 std::vector<float> ga(ya.size()), gb(yb.size());
                 linear_small_m(a3, x1.data(), M, ga.data());
                 linear_small_m(b3, x2.data(), M, gb.data());
-                INFO(precision_name(p) << " M=" << M << " threads=" << threads);
+                INFO(std::string(precision_name(p)) << " M=" << M << " threads=" << threads);
                 CHECK(ga == ya);
                 CHECK(gb == yb);
             }
