@@ -16,8 +16,10 @@
 #   6. the other benches: synthetic:bench-llama-125m (f32, bf16, int8) and the
 #      1B decode with the bf16 KV cache (PDLAB_CUDA_KV=bf16), and with CUDA graphs off
 #   7. pdlab compare (CPU vs GPU side by side); pdlab serve-sim on the paged engine
-#   8. labs 02 and 05 on both devices, side by side (what ./kit compare 02 / 05 print)
-#   9. where a 1B decode step's time goes: each kernel's time under Nsight Compute, if ncu is there
+#   8. labs 02, 04 and 05 on both devices, side by side (what ./kit compare NN
+#      prints), and lab 12's quantized products on the GPU
+#   9. where the 1B prefill's and decode step's time goes: each kernel's time
+#      under Nsight Compute, if ncu is there
 # and prints one summary table and each step's time. Everything, summary
 # first, goes to the report file (default docs/gpu-results.md), headed by the
 # date, the card, the driver and nvcc; the report is rewritten after every
@@ -34,6 +36,8 @@
 #        BUDGET_S=N     stop starting steps after N seconds: a step gets at most
 #                       the time left, later steps are skipped and listed (0: none)
 #        RESULTS=DIR    keep every log and JSON there (default: a temporary folder)
+#        ONLY="..."     only these step groups (default: headline tests harness
+#                       bench compare labs profile; the build always)
 #        PREBUILT=1     BUILD already holds the programs (gpu/prepare_device_bundle.sh
 #                       --prebuilt, unpacked by gpu/device_run.sh): no configure, no
 #                       build, and the gpu tests run as programs, without meson
@@ -177,12 +181,15 @@ local n p f  # not the caller's: lab_both's n is live while its steps write the 
     done
     echo "| compare bench-llama-125m bf16 (P 512): GPU speed-up prefill / decode | $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_prefill)")x / $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_decode)")x | | |"
     echo
-    for n in 02 05; do
+    for n in 02 04 05; do
         [ -s "$tmp/lab${n}_compare.log" ] || continue
         printf '```\n%s\n```\n\n' "$(cat "$tmp/lab${n}_compare.log")"
     done
+    [ -s "$tmp/lab12_cuda.log" ] && printf '```\n%s\n```\n\n' "$(tail -n 30 "$tmp/lab12_cuda.log")"
     [ -s "$tmp/lab13_cuda.log" ] && printf '```\n%s\n```\n\n' "$(tail -n 20 "$tmp/lab13_cuda.log")"
-    [ -s "$tmp/profile.log" ] && printf '```\n%s\n```\n\n' "$(cat "$tmp/profile.log")"
+    [ -s "$tmp/profile_prefill.log" ] && printf 'Prefill of 2048 tokens (and the upload):\n```\n%s\n```\n\n' \
+        "$(head -n 25 "$tmp/profile_prefill.log")"
+    [ -s "$tmp/profile.log" ] && printf 'Decode steps after 2048:\n```\n%s\n```\n\n' "$(cat "$tmp/profile.log")"
     [ -s "$tmp/lab14_cuda.log" ] && printf '```\n%s\n```\n\n' "$(grep -v '^prefill_gpu: \|^decode_gpu: ' "$tmp/lab14_cuda.log")"
     [ -f "$tmp/alerts.md" ] && cat "$tmp/alerts.md" && echo
     echo "Steps failed: $failed. Steps skipped for the ${budget} s budget: $over_budget. Total time: $(( $(date +%s) - started )) s."
@@ -331,19 +338,27 @@ bench_steps() {
         --json "$tmp/b1b_nograph.json"
 }
 
-# 9. Where a 1B decode step's time goes: every kernel of a window of about
-# four decode steps, timed by Nsight Compute (clocks as found), summed per
-# kernel; beside the bench's step time, the rest is time between kernels.
-# The window skips the upload and the 2048-token prefill (under 1500 launches).
+# 9. Where the 1B model's time goes, kernel by kernel, timed by Nsight Compute
+# (clocks as found, caches not flushed, so a kernel sees what the one before
+# left in L2 as in a real run; kernels serialized): the prefill of 2048 tokens
+# (every launch of a run of one prefill and one decode step: the upload's
+# conversions show under their own names), and a window of about four decode
+# steps after the upload and the prefill (under 1500 launches). Beside the
+# bench's times, the rest is time between kernels. embed_kernel runs once a
+# decode step: its launches count the window's steps.
 profile_steps() {
     local ncu
     ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
-    [ -n "$ncu" ] || { echo "== decode profile: skipped, no ncu on this machine" >&2; return 0; }
-    step "decode profile (ncu, llama-1b bf16)" 180 ncu.log "$ncu" --csv --clock-control none \
-        --metrics gpu__time_duration.sum --launch-skip 1500 --launch-count 600 \
-        "$pdlab" bench --device cuda -m synthetic:llama-1b --precision bf16 -P 2048 -n 24 --warmup 0 --repeats 1 &&
+    [ -n "$ncu" ] || { echo "== profiles: skipped, no ncu on this machine" >&2; return 0; }
+    local run=("$ncu" --csv --clock-control none --cache-control none --metrics gpu__time_duration.sum)
+    local bench=("$pdlab" bench --device cuda -m synthetic:llama-1b --precision bf16 -P 2048 --warmup 0 --repeats 1)
+    step "prefill profile (ncu, llama-1b bf16, 2048 tokens)" 180 ncu_prefill.log "${run[@]}" "${bench[@]}" -n 1 &&
+        step "prefill profile, per kernel" 30 profile_prefill.log python3 gpu/dev/profile_summary.py \
+            "$tmp/ncu_prefill.log"
+    step "decode profile (ncu, llama-1b bf16)" 180 ncu.log "${run[@]}" --launch-skip 1500 --launch-count 600 \
+        "${bench[@]}" -n 24 &&
         step "decode profile, per kernel" 30 profile.log python3 gpu/dev/profile_summary.py "$tmp/ncu.log" \
-            --step-kernel argmax_kernel
+            --step-kernel embed_kernel
 }
 
 # 8. A lab on both devices (./kit compare's recipe, without its setup).
@@ -359,21 +374,30 @@ lab_both() {
             "$tmp/lab${n}_cpu.json" "$tmp/lab${n}_cuda.json"
 }
 
-[ "$gpu_visible" -eq 1 ] && headline_steps
-test_steps
+# ONLY: a subset of the step groups, for a short run (default: all).
+only=" ${ONLY:-headline tests harness bench compare labs profile} "
+want() { [[ $only == *" $1 "* ]]; }
+[ "$gpu_visible" -eq 1 ] && want headline && headline_steps
+want tests && test_steps
 if [ "$gpu_visible" -eq 1 ]; then
-    harness_steps
-    bench_steps
+    want harness && harness_steps
+    want bench && bench_steps
     # 7. CPU vs GPU.
-    step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare -m synthetic:bench-llama-125m \
-        --precision bf16 -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
+    want compare && step "compare bench-llama-125m bf16" 600 compare.log "$pdlab" compare \
+        -m synthetic:bench-llama-125m --precision bf16 -P 512 -n 32 --warmup 1 --repeats 3 --json "$tmp/compare.json"
     # Track 2 on the GPU: the paged engine (block tables, prefix cache, mixed steps) on a trace.
-    step "serve-sim paged on cuda" 180 serve_sim.log "$pdlab" serve-sim --device cuda --engine paged \
+    want compare && step "serve-sim paged on cuda" 180 serve_sim.log "$pdlab" serve-sim --device cuda --engine paged \
         --model synthetic:bench-llama-125m --quiet --seed 7 --rate 8 --num-requests 32 --shared-prefix-fraction 0.5 \
         --prefix-len 256 --prompt-len fixed:64 --output-len fixed:32 --ignore-eos --max-seqs 16
-    lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
-    lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
-    profile_steps
+    if want labs; then
+        lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
+        lab_both 04-ttft-and-tpot --requests 16 --threads 1
+        lab_both 05-length-and-batch --sweeps prefill,batch --threads 1 --no-plot --out "$tmp/lab05"
+        # Lab 12's section 2 (the quantized rows' products) on the GPU: int8's GEMV; int4 is CPU-only.
+        step "lab 12 on cuda" 180 lab12_cuda.log "$build/labs/track3/12-quantization/12-quantization" \
+            --device cuda --model synthetic:bench-llama-125m --json "$tmp/lab12_cuda.json"
+    fi
+    want profile && profile_steps
 else
     loud "NO GPU FOUND: the card, the benches, the targets, the harnesses, compare and labs 02 and 05 need one and did not run"
 fi
