@@ -51,7 +51,7 @@ __device__ __forceinline__ float4 load4(const __nv_bfloat16* row, int i) {
 //   blk (keys) ints       the split's block ids, read from the table once
 // Each part's size is a multiple of 4 floats, so every float4 stays aligned.
 // With D <= 128, n_kg x D <= 4 x threads = 512, so it is at most
-// 8 x (128 + 512) + 9 x 128 floats = 25 KiB: under the 48 KiB any card gives
+// 8 x (128 + 512) + 9 x 64 floats = 22.3 KiB: under the 48 KiB any card gives
 // a block without opting in.
 std::size_t decode_smem_floats(int hpb, int D) {
     const int n_kg = kDecodeThreads / (D / 4);

@@ -71,6 +71,20 @@ bool enabled_by_env(const char* name) {
     return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
 }
 
+// Whether bf16 and int8 models run prefill attention on the flash kernel
+// (attention_pair.cu) or on cuBLAS (scores in memory, TF32). cuBLAS is the
+// default: on an H200 (2026-12-04) the flash kernel took 1.44 ms per layer of
+// Llama-1B at 2,048 tokens, 71% of the prefill's kernel time, where the
+// attention_prefill harness's cuBLAS version ran 2.6x faster (0.336 against
+// 0.883 ms at 16 heads). Flash stays for what only it does: it reads a bf16
+// KV cache, so PDLAB_CUDA_KV=bf16 turns it on, and it never holds the scores
+// (256 MiB less for the 1B model at 2,048 tokens); PDLAB_CUDA_FLASH=1 or 0
+// says so outright.
+bool flash_prefill_wanted(gpu::KVPrecision kv) {
+    if (!std::getenv("PDLAB_CUDA_FLASH")) return kv == gpu::KVPrecision::bf16;
+    return enabled_by_env("PDLAB_CUDA_FLASH");
+}
+
 // The device cache's element type: PDLAB_CUDA_KV=f32 (the default: the CPU's
 // numbers) or bf16 (half the bytes a decode step reads from the cache).
 gpu::KVPrecision kv_precision_by_env() {
@@ -433,10 +447,10 @@ private:
         // The flash kernel's tiles must fit the card's shared memory per block:
         // head_dim 128 takes 110 KiB, over the 99 KiB of an RTX 30xx/40xx or
         // L4 (the A100 has 163, Hopper 227); there prefill attention runs on cuBLAS.
+        kv_precision_ = kv_precision_by_env();
         dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(dm_.shape.head_dim) &&
                             gpu::tiled_attention_smem_bytes(dm_.shape.head_dim) <= prop_.sharedMemPerBlockOptin &&
-                            enabled_by_env("PDLAB_CUDA_FLASH");
-        kv_precision_ = kv_precision_by_env();
+                            flash_prefill_wanted(kv_precision_);
         if (kv_precision_ != gpu::KVPrecision::bf16) return;
         if (!dm_.bf16)
             fail("PDLAB_CUDA_KV=bf16 needs bf16 or int8 weights (--precision bf16 or int8): an f32 model's "

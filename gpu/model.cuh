@@ -49,7 +49,7 @@ struct DeviceLayer {
 struct DeviceModel {
     DeviceShape shape;
     bool bf16 = false;                 // matrix weights in bf16 or int8 (activations rounded to bf16 before each product)
-    bool flash_prefill = false;        // prefill attention on the flash kernel (bf16 activations; PDLAB_CUDA_FLASH=0: off)
+    bool flash_prefill = false;        // prefill attention on the flash kernel (bf16 activations; PDLAB_CUDA_FLASH=1, or a bf16 KV cache)
     const float* tok_emb = nullptr;    // (vocab, dim) f32
     const float* pos_emb = nullptr;    // (max_seq, dim), GPT-2 only
     std::vector<DeviceLayer> layers;

@@ -168,8 +168,8 @@ TEST_CASE("gpu.host.prefill_chunking") {
     // Scratch: 6 pointer arrays rounded to 256 bytes, then heads x chunk x keys floats.
     CHECK(gpu::attention_prefill_scratch(2048, 0, 32) == 384 + std::size_t(32) * 1024 * 2048);
     CHECK(gpu::attention_prefill_scratch(300, 1000, 8, 5 * 8 * 1300) == 128 + std::size_t(8) * 5 * 1300);
-    // Decode: splits of 128 keys; partial outputs plus (max, sum) per split.
-    CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 32 * 66);
+    // Decode: splits of 64 keys (64 of them for 4096); partial outputs plus (max, sum) per split.
+    CHECK(gpu::attention_decode_scratch(2, 32, 4096, 64) == std::size_t(2) * 32 * 64 * 66);
     CHECK(gpu::attention_decode_scratch(1, 8, 1, 64) == std::size_t(8) * 1 * 66);
 }
 

@@ -226,6 +226,21 @@ TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
         }
 }
 
+// bf16 and int8 models prefill on cuBLAS by default; the flash kernel
+// (PDLAB_CUDA_FLASH=1) rounds q, K and V to bf16 and must stay within the
+// same tolerance, logits and greedy ids.
+TEST_CASE("gpu.model.flash_prefill_matches_cpu") {
+    EnvSetting flash("PDLAB_CUDA_FLASH", "1");
+    for (const char* spec : kModels)
+        for (Precision p : {Precision::bf16, Precision::int8_g64}) {
+            INFO(spec << " " << std::string(precision_name(p)));
+            check_logits_match(spec, p);
+            auto lm = load_model(spec, p, false, kBoth);
+            Pair e = engines(lm.model, 1);
+            check_greedy(*e.cpu, *e.gpu, some_tokens(9, lm.model->config.vocab_size, 3), 40, tol_for(p));
+        }
+}
+
 TEST_CASE("gpu.model.paged_serving_matches_cpu") {
     for (const char* spec : kModels)
         for (Precision p : {Precision::f32, Precision::bf16}) {

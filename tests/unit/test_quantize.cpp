@@ -4,6 +4,7 @@
 // weights, and the bundled model's quality in int8 and int4 against f32.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -106,6 +107,30 @@ TEST_CASE("engine.quantize.round_trip_within_half_a_step") {
             CHECK(q.scales[0] == 0.0f);  // an all-zero group: scale 0, no 0/0
             CHECK(q.q.back() == max_q);  // the group's largest |w| is +-max_q exactly
         }
+}
+
+// q = round(w / s) exactly, the formula lab 12 teaches and its "= engine"
+// column demands of a student's quantizer: w * (1 / s) differs from w / s in
+// the last bit for some w and rounds a near-tie the other way (a million
+// weights hold several such; the engine did that until 2026-12-04, and lab 12
+// printed "= engine NO" for the solution on bench-llama-125m).
+TEST_CASE("engine.quantize.rounds_w_over_s") {
+    const int rows = 1024, cols = 1024, G = 64;
+    const auto w = randn(std::size_t(rows) * cols, 52, 0.05f);
+    std::size_t near_ties = 0;
+    for (int max_q : {kInt8Max, kInt4Max}) {
+        const QuantizedMatrix q = quantize_rows(w.data(), rows, cols, G, max_q);
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < w.size(); i++) {
+            const float s = q.scales[i / G];  // cols is a multiple of G: groups run on across rows
+            const float r = s > 0 ? std::clamp(std::nearbyint(w[i] / s), -float(max_q), float(max_q)) : 0.0f;
+            differ += q.q[i] != std::int8_t(r);
+            near_ties += s > 0 && std::nearbyint(w[i] / s) != std::nearbyint(w[i] * (1.0f / s));
+        }
+        INFO(differ << " of " << w.size() << " weights are not round(w / s) (max_q " << max_q << ")");
+        CHECK(differ == 0);
+    }
+    CHECK(near_ties > 0);  // weights where w * (1 / s) rounds otherwise: without them the test tells nothing
 }
 
 TEST_CASE("engine.quantize.activations_within_half_a_step") {
