@@ -40,7 +40,8 @@
 #                       bench compare labs profile; the build always)
 #        PREBUILT=1     BUILD already holds the programs (gpu/prepare_device_bundle.sh
 #                       --prebuilt, unpacked by gpu/device_run.sh): no configure, no
-#                       build, and the gpu tests run as programs, without meson
+#                       build, and the gpu tests run as programs, without meson;
+#                       PROGRAMS_COMMIT names the commit they were built at
 #
 # A failing step is recorded and the script goes on with the next one; it
 # exits 1 if any step failed or a target was missed, 0 otherwise. A step that
@@ -133,7 +134,14 @@ step() {
         echo
         echo '```'
         echo "\$ $*"
-        cat "$out"
+        # A long log (a profiler's CSV) in part: all of it is in the results folder.
+        if [ "$(wc -l <"$out")" -gt 200 ]; then
+            head -n 60 "$out"
+            echo "... ($(wc -l <"$out") lines; all of them in $(basename "$out") of the results)"
+            tail -n 60 "$out"
+        else
+            cat "$out"
+        fi
         echo "(exit $rc, $(( $(date +%s) - t0 )) s)"
         echo '```'
     } >>"$full"
@@ -201,7 +209,7 @@ local n p f  # not the caller's: lab_both's n is live while its steps write the 
     echo
     echo "Card: $card"
     echo "Toolkit and driver: $versions"
-    echo "Host: $(uname -n), $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    echo "Host: $(uname -n), $(nproc) cores; commit ${PROGRAMS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')}"
     echo "Written by gpu/check.sh (see docs/gpu.md)."
     echo
     echo "## Summary"

@@ -258,7 +258,7 @@ main() {
     describe_machine
     local left=$(( budget - $(elapsed) - 15 ))  # 15 s for collect()
     say "gpu/check.sh with $left s left of the $budget s budget"
-    PREBUILT=$prebuilt BUILD="$build" TARGETS="${targets[*]}" BUDGET_S="$left" RESULTS="$results" \
+    PROGRAMS_COMMIT=$( ((prebuilt)) && echo "$COMMIT (prebuilt)") PREBUILT=$prebuilt BUILD="$build" TARGETS="${targets[*]}" BUDGET_S="$left" RESULTS="$results" \
         timeout $(( left + 30 )) gpu/check.sh "$out/report.md" 2>&1 | tee -a "$log"
     local rc=${PIPESTATUS[0]}
     say "gpu/check.sh exited $rc after $(elapsed) s"

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "engine/quantize.hpp"
@@ -152,18 +154,26 @@ nlohmann::json section_side_by_side(const Options& o) {
     for (const char* p : precisions) {
         all.push_back(std::string(p) == "f32" ? measure(o, p, nullptr, f32) : measure(o, p, f32.get(), other));
         const PrecisionRow& r = all.back();
-        std::printf("   %-10s %10.1f %12.3f %10.3f %9.2f %12.1f %11.4f %10.1f%%\n", r.name.c_str(), r.weight_mb,
-                    r.decode_ms, r.floor_ms, r.decode_ms / r.floor_ms, r.prefill_ms, r.perplexity, 100 * r.agreement);
+        // No floor where no bandwidth was measured (run_bench probes the CPU's DRAM only): "-", null.
+        const bool floor = r.floor_ms > 0;
+        std::printf("   %-10s %10.1f %12.3f %10s %9s %12.1f %11.4f %10.1f%%\n", r.name.c_str(), r.weight_mb,
+                    r.decode_ms, floor ? fmt::format("{:.3f}", r.floor_ms).c_str() : "-",
+                    floor ? fmt::format("{:.2f}", r.decode_ms / r.floor_ms).c_str() : "-", r.prefill_ms, r.perplexity,
+                    100 * r.agreement);
         rows.push_back({{"precision", r.name}, {"weight_mb", r.weight_mb}, {"decode_ms", r.decode_ms},
-                        {"decode_floor_ms", r.floor_ms}, {"prefill_ms", r.prefill_ms},
-                        {"perplexity", r.perplexity}, {"greedy_agreement", r.agreement}});
+                        {"decode_floor_ms", floor ? nlohmann::json(r.floor_ms) : nlohmann::json(nullptr)},
+                        {"prefill_ms", r.prefill_ms}, {"perplexity", r.perplexity}, {"greedy_agreement", r.agreement}});
     }
     std::printf("   decode speed-up of int8: %.2fx over bf16, %.2fx over f32", all[1].decode_ms / all[2].decode_ms,
                 all[0].decode_ms / all[2].decode_ms);
     if (with_int4) std::printf("; of int4: %.2fx over int8", all[2].decode_ms / all[3].decode_ms);
     else std::printf(" (int4 runs on the CPU only: drop --device cuda for its row)");
     std::printf("\n   (uptime tells the load: compare ratios measured in one run; `pdlab bench --precision\n"
-                "   bf16,int8,int4` takes them in turns). Perplexity 0 means the model ships no held-out text.\n\n");
+                "   bf16,int8,int4` takes them in turns). Perplexity 0 means the model ships no held-out text.\n");
+    if (all[0].floor_ms <= 0)
+        std::printf("   floor \"-\": no bandwidth was measured (the probe reads the CPU's DRAM); a GPU's is\n"
+                    "   gpu/dev/bandwidth's (docs/gpu.md): weights MB / (its GB/s) is the floor in ms.\n");
+    std::printf("\n");
     return rows;
 }
 
