@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sandbox_work import sandbox_work
+from sandbox_work import sandbox_work, skip_without_sandbox
 
 CRASH_PRELUDE = """// fake student: crashes in every exercise function
 #include <cstdlib>
@@ -105,6 +105,7 @@ def main():
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        skip_without_sandbox(p.stdout)
         print(p.stdout)
         print(f"grading took {time.time() - t0:.0f} s")
         if p.returncode != 0:

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from grade_fake_class import fail, pick_lab
 import forgers
-from sandbox_work import sandbox_work
+from sandbox_work import sandbox_work, skip_without_sandbox
 import hardcoder
 
 MARKER = "pdlab_hostile_linger"
@@ -254,6 +254,7 @@ def main():
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        skip_without_sandbox(p.stdout)
         print(p.stdout[-6000:])
         print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
         time.sleep(1)

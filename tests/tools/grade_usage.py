@@ -59,7 +59,13 @@ def main():
         expect(g + ["--merge", str(tmp / "class"), "--out", str(tmp / "m")], 2, "no shard.txt")
         expect(g + [str(tmp / "class"), "--lab", "03", "--kit", str(tmp)], 2, "not the lab kit")
         if os.geteuid() == 0:  # root runs sandboxes as --sandbox-uid, which cannot enter tmp (0700)
-            expect(g + [str(tmp / "class"), "--lab", "03", "--work", str(tmp / "work")], 2, "cannot pass through")
+            work_check = g + [str(tmp / "class"), "--lab", "03", "--work", str(tmp / "work")]
+            if "bwrap cannot make a sandbox here" in run(work_check)[1]:
+                # A chroot, or a kernel without unprivileged user namespaces: the grader refuses
+                # before it looks at --work (it grades nothing without a sandbox).
+                print("note: bwrap cannot make a sandbox here: the --work check is not reached")
+            else:
+                expect(work_check, 2, "cannot pass through")
             # ... so the grader tests (grade_fake_class, grade_hostile_class) swap such a --work for
             # a folder of their own the sandbox can reach (a clone under a mode-700 folder, issue 36)
             stand_in = sandbox_work(tmp / "kit" / "build" / "grade-work")

@@ -201,11 +201,13 @@ int grade(Options opt) {
     const std::string started = local_time_now();
     check_kit(opt);
     Context c;
-    refuse_without_sandbox(opt);
     c.lab = find_lab(opt.kit, opt.lab);
     c.rubric = load_lab_rubric(c.lab);
     check_submissions(opt);
     Students students = list_students(opt.submissions, opt.students, c.lab);
+    // After the usage checks, which need no sandbox: a mistyped command gets its
+    // own message first, also where bwrap cannot run.
+    refuse_without_sandbox(opt);
     if (!opt.shard.empty()) students.folders = shard_of(students.folders, parse_shard(opt.shard));
     make_out(opt, c.lab);
     if (!opt.shard.empty()) write_shard_mark(opt.out, parse_shard(opt.shard));
