@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a GGUF file with the shapes of the kit's synthetic:bench-llama-125m, for llama.cpp.
 
-    bench/llamacpp_gguf.py --gguf-py LLAMA_CPP_SRC/gguf-py --type f32|f16|bf16 --out FILE [--seed N]
+    bench/llamacpp_gguf.py --gguf-py LLAMA_CPP_SRC/gguf-py --type f32|f16|bf16|q8_0|q4_0 --out FILE [--seed N]
 
 The model is a llama (architecture "llama") of exactly the shapes of the preset in
 src/io/config.cpp: hidden 768, 12 layers, 12 heads of 64, 4 KV heads, MLP 2048, vocab 32000,
@@ -10,7 +10,9 @@ random numbers (normal, std 0.02; norms all 1): llama-bench only times the model
 values do not matter, only that they are finite and ordinary (no denormals, no NaN).
 
 --type is the storage of every 2-D weight (token embedding and output head included); the
-norm vectors stay f32, as llama.cpp's own converter writes them. The vocabulary is a minimal
+norm vectors stay f32, as llama.cpp's own converter writes them. q8_0 and q4_0 are llama.cpp's
+blocks of 32 weights with one f16 scale (8-bit, and 4-bit with an offset of 8), quantized by
+gguf-py's own reference code, as `llama-quantize --pure` would: every 2-D weight in that type. The vocabulary is a minimal
 SentencePiece-style ("llama") one llama.cpp loads: <unk>, <s>, </s>, the 256 byte tokens
 <0x00>..<0xFF>, then dummy tokens up to 32000.
 
@@ -58,7 +60,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 2)[2])
     ap.add_argument("--gguf-py", required=True, help="LLAMA_CPP_SRC/gguf-py")
-    ap.add_argument("--type", choices=["f32", "f16", "bf16"], default="f32",
+    ap.add_argument("--type", choices=["f32", "f16", "bf16", "q8_0", "q4_0"], default="f32",
                     help="storage of the 2-D weights (default f32)")
     ap.add_argument("--out", required=True, help="the .gguf file to write")
     ap.add_argument("--seed", type=int, default=1234)
@@ -69,9 +71,11 @@ def main():
 
     s = SHAPES
     qtype = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16,
-             "bf16": gguf.GGMLQuantizationType.BF16}[a.type]
+             "bf16": gguf.GGMLQuantizationType.BF16, "q8_0": gguf.GGMLQuantizationType.Q8_0,
+             "q4_0": gguf.GGMLQuantizationType.Q4_0}[a.type]
     ftype = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
-             "bf16": gguf.LlamaFileType.MOSTLY_BF16}[a.type]
+             "bf16": gguf.LlamaFileType.MOSTLY_BF16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+             "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[a.type]
 
     w = gguf.GGUFWriter(a.out, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.LLAMA])
     w.add_name(f"pdlab bench-llama-125m ({a.type}, random weights, seed {a.seed})")
