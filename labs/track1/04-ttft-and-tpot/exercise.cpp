@@ -1,4 +1,4 @@
-// Lab 04 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-4).
+// Lab 04 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-3).
 // Build with ./kit build (or ninja -C build), then run the tests:
 //   meson test -C build --suite track1-04
 #include "exercise.hpp"
@@ -27,14 +27,11 @@ RequestMetrics request_metrics(double submit_ms, std::span<const double> token_t
         "reject and the one-token case");
 }
 
-std::vector<double> pooled_itl(std::span<const RequestMetrics> requests) {
-    (void)requests;
-    TODO_EXERCISE("README task 3: one sample per gap, request order then token order");
-}
-
-double e2e_latency(double ttft_ms, double tpot_ms, int output_tokens) {
-    (void)ttft_ms, (void)tpot_ms, (void)output_tokens;
-    TODO_EXERCISE("README \"The worked example\": how many tokens come after the first?");
+Goodput goodput(std::span<const Scheduled> scheduled, std::span<const RequestMetrics> metrics, const Slo& slo) {
+    (void)scheduled, (void)metrics, (void)slo;
+    TODO_EXERCISE(
+        "README task 3: reject bad input first; then count the requests that meet every limit that "
+        "is set, and divide by the span from the first arrival to the last token, in seconds");
 }
 
 }  // namespace pd::lab04

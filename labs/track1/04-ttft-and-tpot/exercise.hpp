@@ -58,14 +58,29 @@ struct RequestMetrics {
 // time, or when a timestamp is earlier than the one before it.
 RequestMetrics request_metrics(double submit_ms, std::span<const double> token_times_ms);
 
-// Task 3: every inter-token gap of every request, in request order then token
-// order: the population the ITL percentiles are taken over (one sample per
-// gap, so a long answer weighs more than a short one, unlike the mean of TPOT).
-std::vector<double> pooled_itl(std::span<const RequestMetrics> requests);
+// A service-level objective (SLO): the limits every request must stay within
+// (a metric meets its limit when it is <= the limit). An unset limit is not
+// part of the objective. vLLM's benchmark takes the same three (--goodput).
+struct Slo {
+    std::optional<double> ttft_ms;
+    std::optional<double> tpot_ms;  // a one-token answer has no TPOT: it meets any TPOT limit
+    std::optional<double> e2el_ms;
+};
 
-// Task 4: the end-to-end latency that a TTFT and an average TPOT imply for an
-// answer of `output_tokens` tokens: the first token after ttft, then one every
-// tpot. Throws std::invalid_argument when output_tokens < 1.
-double e2e_latency(double ttft_ms, double tpot_ms, int output_tokens);
+// How many requests met the objective, and at what rate they were served.
+struct Goodput {
+    int good = 0;               // requests that met every limit set
+    double requests_per_s = 0;  // good / the run's span in seconds
+};
+
+// Task 3: goodput, the rate of requests served WITHIN the objective. The
+// run's span is from the first arrival to the last token of any request (the
+// span the program's throughput uses), so with no limit set goodput is the
+// throughput, and every limit can only lower it.
+//   scheduled : (R) from schedule_fcfs; metrics : (R), entry i of request i
+// Throws std::invalid_argument when the spans differ in length or are empty,
+// a request has no token, the span is not above 0 ms, or a limit that is set
+// is negative or not finite.
+Goodput goodput(std::span<const Scheduled> scheduled, std::span<const RequestMetrics> metrics, const Slo& slo);
 
 }  // namespace pd::lab04

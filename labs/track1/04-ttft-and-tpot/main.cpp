@@ -9,15 +9,17 @@
 // wait, so start = max(arrival, previous finish) gives the queueing a real
 // server would add, without sleeping until each arrival.
 //
-// Your functions (exercise.cpp) run that virtual clock (schedule_fcfs) and turn
-// the per-token timestamps into TTFT, TPOT, ITL and E2EL; src/base/timing.hpp's
-// summarize() gives their mean, median, p90 and p99.
+// Your functions (exercise.cpp) run that virtual clock (schedule_fcfs), turn
+// the per-token timestamps into TTFT, TPOT, ITL and E2EL (request_metrics),
+// and count the requests served within a latency objective (goodput);
+// src/base/timing.hpp's summarize() gives the metrics' mean, median, p90 and p99.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -52,6 +54,7 @@ struct Options {
     bool no_rate_sweep = false;
     int timeline = 0;
     int rows = 24;
+    std::string slo_ttft = "auto", slo_tpot = "none", slo_e2el = "none";
 };
 
 // What a request asks for.
@@ -222,6 +225,14 @@ struct Report {
     Stats ttft, tpot, itl, e2el, queue, prefill, decode_step;
 };
 
+// Every inter-token gap of every request: the ITL percentiles are over gaps,
+// so a long answer weighs more than a short one (unlike the mean of TPOT).
+std::vector<double> every_gap(const std::vector<RequestMetrics>& m) {
+    std::vector<double> gaps;
+    for (const RequestMetrics& r : m) gaps.insert(gaps.end(), r.itls_ms.begin(), r.itls_ms.end());
+    return gaps;
+}
+
 Report summarize_run(const std::vector<Service>& svc, const Timeline& t) {
     std::vector<double> ttft, tpot, e2el, queue, prefill, step;
     for (std::size_t i = 0; i < t.sch.size(); i++) {
@@ -233,7 +244,7 @@ Report summarize_run(const std::vector<Service>& svc, const Timeline& t) {
         prefill.push_back(svc[i].prefill_ms);
         step.insert(step.end(), svc[i].decode_step_ms.begin(), svc[i].decode_step_ms.end());
     }
-    return {summarize(ttft), summarize(tpot),  summarize(pooled_itl(t.m)),  // pooled_itl: yours
+    return {summarize(ttft), summarize(tpot),  summarize(every_gap(t.m)),
             summarize(e2el), summarize(queue), summarize(prefill), summarize(step)};
 }
 
@@ -265,6 +276,37 @@ double parse_rate(const std::string& s) {
     fail("--rate must be a positive number of requests per second, auto or inf, got \"{}\"", s);
 }
 
+// One limit of the objective: a number of ms, none (not part of it), or, for
+// TTFT only, auto (`auto_ms`: twice the mean service time, measured).
+std::optional<double> parse_limit(const char* option, const std::string& s, double auto_ms) {
+    if (s == "none") return std::nullopt;
+    if (s == "auto" && auto_ms > 0) return auto_ms;
+    try {
+        std::size_t used = 0;
+        double ms = std::stod(s, &used);
+        if (used == s.size() && ms >= 0 && std::isfinite(ms)) return ms;
+    } catch (const std::exception&) {
+    }
+    fail("{} must be a number of ms (0 or more){}, got \"{}\"", option,
+         auto_ms > 0 ? ", auto or none" : " or none", s);
+}
+
+Slo parse_slo(const Options& o, double mean_service_ms) {
+    return {parse_limit("--slo-ttft", o.slo_ttft, 2 * mean_service_ms), parse_limit("--slo-tpot", o.slo_tpot, 0),
+            parse_limit("--slo-e2el", o.slo_e2el, 0)};
+}
+
+std::string slo_text(const Slo& slo) {
+    std::string s;
+    auto add = [&](const char* name, const std::optional<double>& v) {
+        if (v) s += fmt::format("{}{} <= {:.2f} ms", s.empty() ? "" : ", ", name, *v);
+    };
+    add("TTFT", slo.ttft_ms);
+    add("TPOT", slo.tpot_ms);
+    add("E2EL", slo.e2el_ms);
+    return s.empty() ? "no limit" : s;
+}
+
 void check_options(const Options& o) {
     if (o.requests < 1) fail("--requests must be at least 1, got {}", o.requests);
     if (o.prompt_len < 1) fail("--prompt-len must be at least 1, got {}", o.prompt_len);
@@ -274,15 +316,14 @@ void check_options(const Options& o) {
     validate(o.sampler);
 }
 
-// Your four functions, once on tiny inputs before anything is served: a
+// Your three functions, once on tiny inputs before anything is served: a
 // missing exercise stops the lab here with its hint, in task order.
 void try_exercises() {
     const std::vector<double> arrive = {0.0};
     const std::vector<ServiceTrace> one = {{1.0, {1.0}}};
     std::vector<Scheduled> s = schedule_fcfs(arrive, one);
     std::vector<RequestMetrics> m = {request_metrics(0.0, s[0].token_times_ms)};
-    pooled_itl(m);
-    e2e_latency(1.0, 1.0, 2);
+    goodput(s, m, Slo{});
 }
 
 // Warm-up: one prefill per distinct prompt length (oneDNN compiles a kernel
@@ -392,7 +433,7 @@ void print_throughput(const Timeline& t, int requests) {
                     "to last token, %.2f s)\n", requests / span_s, tokens / span_s, span_s);
 }
 
-void print_summaries(const Report& rep, const Timeline& t, int requests) {
+void print_summaries(const Report& rep, const Timeline& t, int requests, const Slo& slo, const Goodput& good) {
     std::printf("client-observed latency (ms, vLLM's names)   n      mean    median       p90       p99\n");
     std::fputs(summary_row("ttft", rep.ttft).c_str(), stdout);
     std::fputs(summary_row("tpot", rep.tpot).c_str(), stdout);
@@ -403,6 +444,8 @@ void print_summaries(const Report& rep, const Timeline& t, int requests) {
     std::fputs(summary_row("prefill (model-side)", rep.prefill).c_str(), stdout);
     std::fputs(summary_row("decode step (model-side)", rep.decode_step).c_str(), stdout);
     print_throughput(t, requests);
+    std::printf("  goodput under the objective (%s): %d of %d requests met it, %.2f requests/s\n",
+                slo_text(slo).c_str(), good.good, requests, good.requests_per_s);
     if (rep.ttft.n > 0 && rep.ttft.mean > 0)
         std::printf("  of the mean TTFT, %.0f%% is queueing and %.0f%% is prefill: TTFT is not prefill time\n",
                     100.0 * rep.queue.mean / rep.ttft.mean, 100.0 * rep.prefill.mean / rep.ttft.mean);
@@ -411,48 +454,53 @@ void print_summaries(const Report& rep, const Timeline& t, int requests) {
 
 // Task 6: the same measured services under other arrival rates.
 nlohmann::json print_rate_sweep(const std::vector<Service>& svc, const std::vector<double>& gaps,
-                                double capacity) {
+                                double capacity, const Slo& slo) {
     nlohmann::json sweep = nlohmann::json::array();
     std::printf("the same %zu services under other arrival rates (virtual clock: the model is not re-run)\n",
                 svc.size());
-    std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s\n", "load", "req/s", "queue mean", "ttft median",
-                "ttft p90", "ttft p99", "tpot median", "e2el p90");
+    std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s %9s %11s\n", "load", "req/s", "queue mean", "ttft median",
+                "ttft p90", "ttft p99", "tpot median", "e2el p90", "good", "goodput/s");
     for (double load : {0.25, 0.5, 0.8, 0.95, 1.2, -1.0}) {
         const bool burst = load < 0;
         double r = burst ? std::numeric_limits<double>::infinity() : load * capacity;
-        Report x = summarize_run(svc, simulate(svc, arrivals(gaps, r)));
-        std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s\n",
+        Timeline run = simulate(svc, arrivals(gaps, r));
+        Report x = summarize_run(svc, run);
+        Goodput g = goodput(run.sch, run.m, slo);  // yours
+        std::printf("  %6s %9s %11s %11s %10s %10s %11s %10s %9s %11.2f\n",
                     burst ? "burst" : fmt::format("{:.2f}", load).c_str(),
                     burst ? "inf" : fmt::format("{:.2f}", r).c_str(), num(x.queue, x.queue.mean, 11).c_str(),
                     num(x.ttft, x.ttft.median, 11).c_str(), num(x.ttft, x.ttft.p90, 10).c_str(),
                     num(x.ttft, x.ttft.p99, 10).c_str(), num(x.tpot, x.tpot.median, 11).c_str(),
-                    num(x.e2el, x.e2el.p90, 10).c_str());
+                    num(x.e2el, x.e2el.p90, 10).c_str(), fmt::format("{}/{}", g.good, svc.size()).c_str(),
+                    g.requests_per_s);
         sweep.push_back({{"load", burst ? nlohmann::json("burst") : nlohmann::json(load)},
                          {"rate", burst ? nlohmann::json("inf") : nlohmann::json(r)},
                          {"queue", summary_json(x.queue)}, {"ttft", summary_json(x.ttft)},
-                         {"tpot", summary_json(x.tpot)}, {"e2el", summary_json(x.e2el)}});
+                         {"tpot", summary_json(x.tpot)}, {"e2el", summary_json(x.e2el)},
+                         {"goodput", {{"good", g.good}, {"requests_per_s", g.requests_per_s}}}});
     }
     std::printf("  load = arrival rate x mean service time; TPOT does not move (one request at a time), "
-                "TTFT does\n\n");
+                "TTFT does;\n  good: requests within the objective (%s), goodput/s: their rate\n\n",
+                slo_text(slo).c_str());
     return sweep;
 }
 
-// Task 4: the worked example, from your e2e_latency().
-double print_worked_example(const Report& rep, int output_len) {
-    double example = e2e_latency(600.0, 35.0, 200);
+// The end-to-end latency a TTFT and an average TPOT imply for n tokens: the
+// first after ttft, then n - 1 more, one every tpot (README "The worked example").
+double implied_e2el(double ttft_ms, double tpot_ms, int n) { return ttft_ms + double(n - 1) * tpot_ms; }
+
+void print_worked_example(const Report& rep, int output_len) {
     std::printf("worked example: 2,000 prompt tokens, 200 output tokens, TTFT 600 ms, average TPOT 35 ms\n");
-    std::printf("  e2e_latency(600, 35, 200) = %.1f ms, about %.2f s (0.6 s to the first token, then 199 x 35 ms)\n",
-                example, example / 1000.0);
+    std::printf("  600 + 199 x 35 = %.1f ms, about %.2f s (0.6 s to the first token, then 199 x 35 ms)\n",
+                implied_e2el(600, 35, 200), implied_e2el(600, 35, 200) / 1000.0);
     if (rep.tpot.n > 0) {
-        std::printf("  this run: e2e_latency(mean ttft %.2f, mean tpot %.2f, %d) = %.2f ms; measured mean "
-                    "e2el %.2f ms\n",
-                    rep.ttft.mean, rep.tpot.mean, output_len,
-                    e2e_latency(rep.ttft.mean, rep.tpot.mean, output_len), rep.e2el.mean);
+        std::printf("  this run: mean ttft %.2f + %d x mean tpot %.2f = %.2f ms; measured mean e2el %.2f ms\n",
+                    rep.ttft.mean, output_len - 1, rep.tpot.mean,
+                    implied_e2el(rep.ttft.mean, rep.tpot.mean, output_len), rep.e2el.mean);
         std::printf("  (means add up when every answer has the same length; medians and percentiles do "
                     "not: median e2el is %.2f ms)\n", rep.e2el.median);
     }
     std::printf("\n");
-    return example;
 }
 
 // One request as the client saw it stream.
@@ -526,6 +574,7 @@ nlohmann::json run_json(const Options& o, Engine& e, double rate, double capacit
 int run(const Options& o) {
     check_options(o);
     double rate = parse_rate(o.rate);
+    parse_slo(o, 1.0);  // bad limits are refused before anything is served
     try_exercises();
 
     const int max_prompt = std::max(1, int(std::lround(o.prompt_len * (1 + o.range_ratio))));
@@ -547,21 +596,26 @@ int run(const Options& o) {
     const double capacity = 1000.0 / mean_service;  // requests/s one server can finish
     const bool auto_rate = rate == 0.0;
     if (auto_rate) rate = o.load * capacity;
+    const Slo slo = parse_slo(o, mean_service);
     const std::vector<double> gaps = unit_gaps(o);
     Timeline t = simulate(svc, arrivals(gaps, rate));
     Report rep = summarize_run(svc, t);
 
     print_workload(o, rate, auto_rate, capacity, mean_service);
     print_per_request(svc, t, o.rows);
-    print_summaries(rep, t, o.requests);
-    nlohmann::json sweep = o.no_rate_sweep ? nlohmann::json::array() : print_rate_sweep(svc, gaps, capacity);
-    double example = print_worked_example(rep, o.output_len);
+    const Goodput good = goodput(t.sch, t.m, slo);  // yours
+    print_summaries(rep, t, o.requests, slo, good);
+    nlohmann::json sweep = o.no_rate_sweep ? nlohmann::json::array() : print_rate_sweep(svc, gaps, capacity, slo);
+    print_worked_example(rep, o.output_len);
     if (o.timeline >= 0 && o.timeline < int(t.sch.size())) print_stream(svc[o.timeline], t.sch[o.timeline], o.timeline);
 
     if (!o.lab.json.empty()) {
         nlohmann::json j = run_json(o, e, rate, capacity, rep);
         j["rate_sweep"] = sweep;
-        j["worked_example_e2el_ms"] = example;
+        j["slo"] = {{"ttft_ms", slo.ttft_ms ? nlohmann::json(*slo.ttft_ms) : nlohmann::json(nullptr)},
+                    {"tpot_ms", slo.tpot_ms ? nlohmann::json(*slo.tpot_ms) : nlohmann::json(nullptr)},
+                    {"e2el_ms", slo.e2el_ms ? nlohmann::json(*slo.e2el_ms) : nlohmann::json(nullptr)}};
+        j["goodput"] = {{"good", good.good}, {"requests_per_s", good.requests_per_s}};
         j["per_request"] = per_request_json(svc, t);
         lab::write_lab_json(o.lab, j);
     }
@@ -577,7 +631,8 @@ int main(int argc, char** argv) {
         "second) in front of ONE model that serves them one at a time, first come first served.\n"
         "Each request is tokenized, prefilled, sampled and decoded for real, its tokens streamed\n"
         "with timestamps; your functions (exercise.cpp) turn those timestamps into the metrics a\n"
-        "serving benchmark reports: TTFT, TPOT, ITL and E2EL, with mean, median, p90 and p99.\n"
+        "serving benchmark reports: TTFT, TPOT, ITL and E2EL, with mean, median, p90 and p99,\n"
+        "and goodput: the requests per second served within a latency objective (--slo-*).\n"
         "The queueing time is shown apart from the prefill time, because TTFT includes both.\n\n"
         "Example: 04-ttft-and-tpot --requests 64 --rate auto --load 0.95\n"
         "         04-ttft-and-tpot --model synthetic:bench-llama-125m --requests 16 --prompt-len 256",
@@ -615,5 +670,12 @@ int main(int argc, char** argv) {
     app.add_option("--timeline", o.timeline, "show this request's tokens as streamed (-1: none)")
         ->capture_default_str();
     app.add_option("--rows", o.rows, "rows of the per-request table to print")->capture_default_str();
+    app.add_option("--slo-ttft", o.slo_ttft,
+                   "the objective's TTFT limit in ms for goodput (the requests/s served within it); auto = "
+                   "twice the mean service time measured; none = no TTFT limit")
+        ->capture_default_str();
+    app.add_option("--slo-tpot", o.slo_tpot, "the objective's TPOT limit in ms, or none")->capture_default_str();
+    app.add_option("--slo-e2el", o.slo_e2el, "the objective's end-to-end limit in ms, or none")
+        ->capture_default_str();
     return lab::run_lab(app, argc, argv, [&] { return run(o); });
 }

@@ -1,6 +1,7 @@
 // Lab 04 tests: your first-come-first-served clock against a second,
-// independent simulation of the same queue, and your latency metrics against
-// hand-computed cases and the definitions computed another way. Every input is
+// independent simulation of the same queue, your latency metrics against
+// hand-computed cases and the definitions computed another way, and your
+// goodput against a hand-worked run and a second count on random runs. Every input is
 // drawn from PDLAB_TEST_SEED (check.hpp's seed_for): sizes, arrival traces,
 // service times and token timestamps; the hand-computed cases are shifted by a
 // seeded offset, since only differences of times matter.
@@ -377,96 +378,158 @@ TEST_CASE("lab04.metrics.random_requests") {
     }
 }
 
-// --- pooled_itl --------------------------------------------------------------
+// --- goodput -------------------------------------------------------------------
 
-TEST_CASE("lab04.itl.pooled_in_request_order") {
-    std::vector<RequestMetrics> reqs = {
-        request_metrics(0, std::vector<double>{5, 7, 12}),      // gaps 2, 5
-        request_metrics(3, std::vector<double>{40}),            // no gaps
-        request_metrics(10, std::vector<double>{20, 21, 23, 26}),  // gaps 1, 2, 3
+namespace {
+
+// Requests for the goodput tests, with metrics computed here (not by your
+// request_metrics: these tests judge goodput alone).
+struct Served {
+    std::vector<Scheduled> sch;
+    std::vector<RequestMetrics> m;
+};
+
+// A request arriving at `arrival` whose tokens come at `times`; its metrics
+// from these exact numbers, its clock readings shifted by `base`.
+void add_request(Served& s, double base, double arrival, const std::vector<double>& times) {
+    Scheduled x;
+    x.arrival_ms = x.start_ms = base + arrival;
+    x.token_times_ms = shifted(times, base);
+    RequestMetrics m;
+    m.output_tokens = int(times.size());
+    m.ttft_ms = times.front() - arrival;
+    m.e2el_ms = times.back() - arrival;
+    for (std::size_t k = 1; k < times.size(); k++) m.itls_ms.push_back(times[k] - times[k - 1]);
+    if (times.size() > 1) m.tpot_ms = (m.e2el_ms - m.ttft_ms) / double(times.size() - 1);
+    s.sch.push_back(x);
+    s.m.push_back(m);
+}
+
+// Four requests over exactly 2 s (first arrival at 0, last token at 2000 ms):
+//   request  arrival  tokens at             TTFT  TPOT   E2EL
+//   0             0   100 150 200            100    50    200
+//   1           300   700 720 740 760        400    20    460
+//   2           800   900                    100     -    100
+//   3          1000   1250 1500 2000         250   375   1000
+Served four_requests() {
+    const double base = seeded_offset();
+    Served s;
+    add_request(s, base, 0, {100, 150, 200});
+    add_request(s, base, 300, {700, 720, 740, 760});
+    add_request(s, base, 800, {900});
+    add_request(s, base, 1000, {1250, 1500, 2000});
+    return s;
+}
+
+void observe_goodput(const std::string& what, const Goodput& g) {
+    observe(what, std::vector<double>{double(g.good), g.requests_per_s}, kObserved);
+}
+
+// Random requests: the test's own FCFS clock on a random workload, metrics from
+// the definitions, and a random objective (each limit set half the time, drawn
+// around the metric's own range so that some requests meet it and some do not).
+struct RandomRun {
+    Served served;
+    Slo slo;
+};
+
+RandomRun random_run(std::uint64_t seed) {
+    Workload w = random_workload(seed);
+    RandomRun r;
+    for (const Scheduled& x : reference_fcfs(w)) add_request(r.served, 0.0, x.arrival_ms, x.token_times_ms);
+    std::mt19937_64 rng(seed_for(seed + 7));
+    std::bernoulli_distribution set(0.5);
+    if (set(rng)) r.slo.ttft_ms = std::uniform_real_distribution<double>(0, 600)(rng);
+    if (set(rng)) r.slo.tpot_ms = std::uniform_real_distribution<double>(0, 30)(rng);
+    if (set(rng)) r.slo.e2el_ms = std::uniform_real_distribution<double>(0, 900)(rng);
+    return r;
+}
+
+// Goodput counted a second way: the requests failing any limit taken away from all.
+Goodput reference_goodput(const Served& s, const Slo& slo) {
+    int failing = 0;
+    for (const RequestMetrics& m : s.m)
+        failing += (slo.ttft_ms && m.ttft_ms > *slo.ttft_ms) || (slo.e2el_ms && m.e2el_ms > *slo.e2el_ms) ||
+                   (slo.tpot_ms && m.tpot_ms && *m.tpot_ms > *slo.tpot_ms);
+    std::vector<double> arrivals, ends;
+    for (const Scheduled& x : s.sch) arrivals.push_back(x.arrival_ms), ends.push_back(x.token_times_ms.back());
+    const double span_s = (*std::max_element(ends.begin(), ends.end()) -
+                           *std::min_element(arrivals.begin(), arrivals.end())) / 1000.0;
+    const int good = int(s.m.size()) - failing;
+    return {good, good / span_s};
+}
+
+}  // namespace
+
+TEST_CASE("lab04.goodput.hand_computed") {
+    const Served s = four_requests();
+    struct Case {
+        const char* why;
+        Slo slo;
+        int good;
     };
-    std::vector<double> all = pooled_itl(reqs);
-    observe("pooled ITL", all, kObserved);
-    INFO("pooled ITL = every gap of request 0, then request 1 (none: one token), then request 2");
-    REQUIRE(all.size() == 5);
-    const double want[] = {2, 5, 1, 2, 3};
-    for (int i = 0; i < 5; i++) CHECK(all[i] == doctest::Approx(want[i]));
-    CHECK(pooled_itl(std::span<const RequestMetrics>{}).empty());
-}
-
-TEST_CASE("lab04.itl.weights_gaps_not_requests") {
-    // Request A: 2 tokens, one gap of 100 ms (TPOT 100). Request B: 11 tokens,
-    // ten gaps of 10 ms (TPOT 10). Mean TPOT = 55 ms; mean ITL = 200 / 11.
-    std::vector<double> a = {0, 100}, b(11);
-    for (int k = 0; k < 11; k++) b[k] = 1000 + 10.0 * k;
-    std::vector<RequestMetrics> reqs = {request_metrics(0, a), request_metrics(1000, b)};
-    std::vector<double> all = pooled_itl(reqs);
-    observe("pooled ITL", all, kObserved);
-    REQUIRE(all.size() == 11);
-    double mean_itl = std::accumulate(all.begin(), all.end(), 0.0) / double(all.size());
-    double mean_tpot = (*reqs[0].tpot_ms + *reqs[1].tpot_ms) / 2;
-    INFO("the mean TPOT counts each REQUEST once (55 ms); the mean of pooled ITL counts each GAP "
-         "once (18.2 ms), so long answers dominate it. Both are right; they answer different "
-         "questions");
-    CHECK(mean_tpot == doctest::Approx(55));
-    CHECK(mean_itl == doctest::Approx(200.0 / 11.0));
-}
-
-TEST_CASE("lab04.itl.random_identity") {
-    // mean(pooled ITL) == sum_i (n_i - 1) * tpot_i / sum_i (n_i - 1).
-    std::mt19937_64 rng(seed_for(7));
-    std::vector<RequestMetrics> reqs;
-    for (int i = 0; i < 50; i++) {
-        RandomRequest r = random_request(rng);
-        reqs.push_back(request_metrics(r.submit, r.times));
+    const Case cases[] = {
+        {"no limit: every request is good, and goodput is the throughput, 4 requests / 2 s", {}, 4},
+        {"TTFT <= 250 ms: requests 0, 2 and 3 (250 is within: a limit is met when the metric is <= it)",
+         {250.0, std::nullopt, std::nullopt}, 3},
+        {"TPOT <= 50 ms: requests 0 (exactly 50), 1 and 2 (one token: no TPOT to break the limit)",
+         {std::nullopt, 50.0, std::nullopt}, 3},
+        {"TTFT <= 250 and TPOT <= 50: a request must meet EVERY limit set: requests 0 and 2",
+         {250.0, 50.0, std::nullopt}, 2},
+        {"E2EL <= 460 ms: requests 0, 1 (exactly 460) and 2", {std::nullopt, std::nullopt, 460.0}, 3},
+        {"TTFT <= 99 ms: no request; goodput 0, the run still took 2 s", {99.0, std::nullopt, std::nullopt}, 0},
+        {"TPOT <= 0 ms: only request 2, whose single token has no TPOT", {std::nullopt, 0.0, std::nullopt}, 1},
+    };
+    for (const Case& c : cases) {
+        INFO(c.why << " (the run's span: first arrival 0 ms to last token 2000 ms, 2 s, whichever requests "
+                      "are good)");
+        Goodput g = goodput(s.sch, s.m, c.slo);
+        observe_goodput(c.why, g);
+        CHECK(g.good == c.good);
+        CHECK(g.requests_per_s == doctest::Approx(c.good / 2.0));
     }
-    std::vector<double> all = pooled_itl(reqs);
-    observe("pooled ITL", all, kObserved);
-    double weighted = 0, gaps = 0;
-    for (const auto& m : reqs)
-        if (m.tpot_ms) weighted += (m.output_tokens - 1) * *m.tpot_ms, gaps += m.output_tokens - 1;
-    REQUIRE(all.size() == std::size_t(gaps));
-    double mean_itl = std::accumulate(all.begin(), all.end(), 0.0) / double(all.size());
-    CHECK(close(mean_itl, weighted / gaps, 1e-9));
 }
 
-// --- e2e_latency and the worked example ---------------------------------------
-
-TEST_CASE("lab04.worked_example.article_numbers") {
-    // 2,000 input tokens, 200 output tokens, TTFT 600 ms, average TPOT 35 ms.
-    double e2e = e2e_latency(600, 35, 200);
-    observe("e2e_latency(600, 35, 200), (600, 35, 2)", std::vector<double>{e2e, e2e_latency(600, 35, 2)}, kObserved);
-    CHECK_MESSAGE(e2e == doctest::Approx(7565),
-                  "the first token at 600 ms, then 199 more (not 200: the first is already counted "
-                  "in TTFT) at 35 ms each: 600 + 199 * 35 = 7565 ms, about 7.57 s; the 2,000 input "
-                  "tokens are inside the TTFT and do not appear again. Got " << e2e);
-    CHECK_MESSAGE(e2e_latency(600, 35, 2) == doctest::Approx(635),
-                  "two tokens: the first at 600 ms, the second one TPOT later");
-}
-
-TEST_CASE("lab04.worked_example.one_token") {
-    INFO("an answer of one token is over at its first token: e2e == ttft whatever tpot says");
-    observe("e2e_latency(600, 35, 1), (600, 1e9, 1)",
-            std::vector<double>{e2e_latency(600, 35, 1), e2e_latency(600, 1e9, 1)}, kObserved);
-    CHECK(e2e_latency(600, 35, 1) == doctest::Approx(600));
-    CHECK(e2e_latency(600, 1e9, 1) == doctest::Approx(600));
-}
-
-TEST_CASE("lab04.worked_example.bad_input_throws") {
-    CHECK_THROWS_AS(e2e_latency(600, 35, 0), std::invalid_argument);
-    CHECK_THROWS_AS(e2e_latency(600, 35, -5), std::invalid_argument);
-}
-
-TEST_CASE("lab04.worked_example.matches_measured_requests") {
-    // For every request, ttft + (n - 1) * tpot rebuilds its e2el exactly: the
-    // formula is the definition of TPOT read backwards.
-    std::mt19937_64 rng(seed_for(2024));
-    for (int i = 0; i < 200; i++) {
-        RandomRequest r = random_request(rng);
-        RequestMetrics m = request_metrics(r.submit, r.times);
-        double rebuilt = e2e_latency(m.ttft_ms, m.tpot_ms.value_or(0.0), m.output_tokens);
-        observe(fmt::format("e2e_latency of random request {}", i), rebuilt, kObserved);
-        INFO("request " << i << " with " << m.output_tokens << " tokens");
-        CHECK(close(rebuilt, m.e2el_ms, 1e-9));
+TEST_CASE("lab04.goodput.random_against_reference") {
+    for (std::uint64_t k = 0; k < 200; k++) {
+        const RandomRun r = random_run(5000 + k);
+        const Goodput want = reference_goodput(r.served, r.slo);
+        INFO("random run " << k << ": " << r.served.m.size() << " requests, limits: TTFT "
+                           << (r.slo.ttft_ms ? fmt::format("{:.1f}", *r.slo.ttft_ms) : "unset") << ", TPOT "
+                           << (r.slo.tpot_ms ? fmt::format("{:.1f}", *r.slo.tpot_ms) : "unset") << ", E2EL "
+                           << (r.slo.e2el_ms ? fmt::format("{:.1f}", *r.slo.e2el_ms) : "unset")
+                           << "; expected " << want.good << " good, " << want.requests_per_s << " requests/s");
+        Goodput g = goodput(r.served.sch, r.served.m, r.slo);
+        observe_goodput(fmt::format("goodput of random run {}", k), g);
+        CHECK(g.good == want.good);
+        CHECK(close(g.requests_per_s, want.requests_per_s, 1e-9));
+        INFO("with no limit, goodput is the throughput: every request over the same span");
+        Goodput all = goodput(r.served.sch, r.served.m, Slo{});
+        CHECK(all.good == int(r.served.m.size()));
+        CHECK(all.requests_per_s >= g.requests_per_s);
     }
+}
+
+TEST_CASE("lab04.goodput.bad_input_throws") {
+    const Served s = four_requests();
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    std::span<const Scheduled> three(s.sch.data(), 3);
+    CHECK_THROWS_AS_MESSAGE(goodput(three, s.m, Slo{}), std::invalid_argument,
+                            "4 metrics for 3 scheduled requests: entry i must be request i in both");
+    CHECK_THROWS_AS_MESSAGE(goodput(std::span<const Scheduled>{}, std::span<const RequestMetrics>{}, Slo{}),
+                            std::invalid_argument, "no requests: there is no span to divide by");
+    for (double bad : {-1.0, nan, inf}) {
+        INFO("a limit of " << bad << " ms is not an objective: throw rather than count against it");
+        CHECK_THROWS_AS(goodput(s.sch, s.m, Slo{bad, std::nullopt, std::nullopt}), std::invalid_argument);
+        CHECK_THROWS_AS(goodput(s.sch, s.m, Slo{std::nullopt, bad, std::nullopt}), std::invalid_argument);
+        CHECK_THROWS_AS(goodput(s.sch, s.m, Slo{std::nullopt, std::nullopt, bad}), std::invalid_argument);
+    }
+    Served empty = s;
+    empty.sch[1].token_times_ms.clear();
+    CHECK_THROWS_AS_MESSAGE(goodput(empty.sch, empty.m, Slo{}), std::invalid_argument,
+                            "a request with no token never finished: it has no last token to end the span");
+    Served instant;
+    add_request(instant, seeded_offset(), 0, {0});
+    CHECK_THROWS_AS_MESSAGE(goodput(instant.sch, instant.m, Slo{}), std::invalid_argument,
+                            "a run whose first arrival is its last token took 0 s: no rate");
 }

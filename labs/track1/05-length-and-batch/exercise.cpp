@@ -1,4 +1,4 @@
-// Lab 05 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-3).
+// Lab 05 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-2).
 // Build with ./kit build (or ninja -C build), then run the tests:
 //   meson test -C build --suite track1-05
 #include "exercise.hpp"
@@ -11,18 +11,10 @@
 
 namespace pd::lab05 {
 
-void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
-                       std::span<const int> slots, std::span<const int> lens, int n_heads) {
-    (void)out, (void)q, (void)cache, (void)layer, (void)slots, (void)lens, (void)n_heads;
-    TODO_EXERCISE(
-        "README \"A ragged batch\": for each (row, head), lab 03's attention of one head, over "
-        "that row's own length; exercise.hpp gives the shapes, the head map and what to reject");
-}
-
 int batched_decode_step(Engine& engine, Batch& batch) {
     (void)engine, (void)batch;
     TODO_EXERCISE(
-        "README task 2: gather, one engine.decode() for the gathered rows, pick per row (your own "
+        "README task 1: gather, one engine.decode() for the gathered rows, pick per row (your own "
         "loop over the vocabulary), scatter back; exercise.hpp lists the checks");
 }
 

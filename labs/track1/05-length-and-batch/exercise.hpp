@@ -1,34 +1,17 @@
-// Lab 05: what you write. The two halves of batched decoding: the attention of
-// B sequences whose caches hold different lengths, and the step that serves
-// every unfinished sequence of a batch with one forward pass. Then the
-// least-squares fit that splits prefill time into a part linear in the prompt
-// length and a part that grows with its square.
+// Lab 05: what you write. The step of batched decoding that serves every
+// unfinished sequence of a batch with one forward pass, and the least-squares
+// fit that splits prefill time into a part linear in the prompt length and a
+// part that grows with its square. (The attention of a ragged batch, each row
+// over its own cache length, is lab 03's loop once per row: the engine's
+// attention_decode does it here, and the program times it ragged and padded.)
 #pragma once
 
 #include <span>
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "engine/kv_cache.hpp"
 
 namespace pd::lab05 {
-
-// Task 1 (README "Batch size", "A ragged batch"): decode attention for B
-// sequences at once, each over its OWN cache length.
-//   out, q : (B, n_heads * head_dim); row r, head h starts at r * n_heads * head_dim + h * head_dim
-//   cache  : layer `layer` of a KVCache, (batch, n_kv_heads, max_seq, head_dim) per layer,
-//            read through kv_key()/kv_value()
-//   slots  : (B) the cache slot of row r's sequence
-//   lens   : (B) row r attends to positions 0 .. lens[r] - 1 of its slot and to nothing
-//            after them (whatever the cache holds there: another request's old tokens,
-//            garbage, NaN)
-// Query head h reads KV head h / (n_heads / n_kv_heads); scores are q . k / sqrt(head_dim),
-// softmaxed over the row's lens[r] positions; the output is the weighted sum of V.
-// Throws std::invalid_argument when the spans differ in length, n_heads is not
-// a multiple of cache.n_kv_heads, layer or a slot is outside the cache, or a
-// length is outside [1, cache.max_seq].
-void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
-                       std::span<const int> slots, std::span<const int> lens, int n_heads);
 
 // The sequences a batch is generating together.
 struct Batch {
@@ -37,8 +20,8 @@ struct Batch {
     std::vector<int> remaining;  // (B) decode steps each sequence still wants; 0: finished
 };
 
-// Task 2: one decode step for every unfinished sequence of the batch.
-// Gather the rows with remaining > 0 (in batch order) and run them through ONE
+// Task 1 (README "Batch size", "A ragged batch"): one decode step for every
+// unfinished sequence of the batch. Gather the rows with remaining > 0 (in batch order) and run them through ONE
 // engine.decode() call: that is the point of batching, each weight is read
 // from memory once for all rows. Row r of the logits it returns, (rows, vocab),
 // belongs to the r-th gathered sequence. Pick each row's token greedily (the
@@ -63,7 +46,7 @@ struct Fit {
     double at(double P) const { return c0 + a * P + b * P * P; }
 };
 
-// Task 3. Throws std::invalid_argument when the spans differ in length or hold
+// Task 2. Throws std::invalid_argument when the spans differ in length or hold
 // fewer than three distinct P values (three unknowns need three different points).
 Fit fit_linear_quadratic(std::span<const double> P, std::span<const double> ms);
 

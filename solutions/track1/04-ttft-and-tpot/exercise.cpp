@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -85,20 +86,41 @@ RequestMetrics request_metrics(double submit_ms, std::span<const double> token_t
     return m;
 }
 
-std::vector<double> pooled_itl(std::span<const RequestMetrics> requests) {
-    std::vector<double> all;
-    std::size_t total = 0;
-    for (const auto& r : requests) total += r.itls_ms.size();
-    all.reserve(total);
-    for (const auto& r : requests) all.insert(all.end(), r.itls_ms.begin(), r.itls_ms.end());
-    return all;
+namespace {
+
+void check_limit(const std::optional<double>& limit, const char* name) {
+    if (limit && !(std::isfinite(*limit) && *limit >= 0))
+        throw std::invalid_argument(std::string("goodput: the ") + name +
+                                    " limit must be a finite number of ms, 0 or more, got " + std::to_string(*limit));
 }
 
-double e2e_latency(double ttft_ms, double tpot_ms, int output_tokens) {
-    if (output_tokens < 1)
-        throw std::invalid_argument("e2e_latency: an answer has at least one output token, got " +
-                                    std::to_string(output_tokens));
-    return ttft_ms + double(output_tokens - 1) * tpot_ms;
+bool within(const std::optional<double>& limit, double value) { return !limit || value <= *limit; }
+
+}  // namespace
+
+Goodput goodput(std::span<const Scheduled> scheduled, std::span<const RequestMetrics> metrics, const Slo& slo) {
+    if (scheduled.size() != metrics.size())
+        throw std::invalid_argument("goodput: " + std::to_string(scheduled.size()) + " scheduled requests but " +
+                                    std::to_string(metrics.size()) + " metrics");
+    if (scheduled.empty()) throw std::invalid_argument("goodput: no requests");
+    check_limit(slo.ttft_ms, "TTFT");
+    check_limit(slo.tpot_ms, "TPOT");
+    check_limit(slo.e2el_ms, "E2EL");
+    double first = scheduled[0].arrival_ms, last = -std::numeric_limits<double>::infinity();
+    int good = 0;
+    for (std::size_t i = 0; i < scheduled.size(); i++) {
+        if (scheduled[i].token_times_ms.empty()) throw std::invalid_argument("goodput: a request has no token");
+        first = std::min(first, scheduled[i].arrival_ms);
+        last = std::max(last, scheduled[i].token_times_ms.back());
+        const RequestMetrics& m = metrics[i];
+        // No TPOT (one token): nothing after the first token can be too slow.
+        if (within(slo.ttft_ms, m.ttft_ms) && (!m.tpot_ms || within(slo.tpot_ms, *m.tpot_ms)) &&
+            within(slo.e2el_ms, m.e2el_ms))
+            good++;
+    }
+    const double span_ms = last - first;
+    if (!(span_ms > 0)) throw std::invalid_argument("goodput: the run took no time (first arrival to last token)");
+    return {good, good / (span_ms / 1000.0)};
 }
 
 }  // namespace pd::lab04

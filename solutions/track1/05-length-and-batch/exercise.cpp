@@ -9,54 +9,9 @@
 #include <string>
 #include <vector>
 
-
 namespace pd::lab05 {
 
 namespace {
-
-[[noreturn]] void reject(const std::string& what) {
-    throw std::invalid_argument("batched_attention: " + what);
-}
-
-void check_attention_args(const KVCache& c, int layer, std::span<const int> slots,
-                          std::span<const int> lens, int n_heads) {
-    if (slots.size() != lens.size())
-        reject(std::to_string(slots.size()) + " slots but " + std::to_string(lens.size()) + " lengths");
-    if (n_heads < 1 || c.n_kv_heads < 1 || n_heads % c.n_kv_heads != 0)
-        reject(std::to_string(n_heads) + " query heads cannot share " + std::to_string(c.n_kv_heads) +
-               " KV heads evenly");
-    if (layer < 0 || layer >= c.n_layers) reject("no layer " + std::to_string(layer));
-    for (std::size_t r = 0; r < slots.size(); r++) {
-        if (slots[r] < 0 || slots[r] >= c.batch) reject("row " + std::to_string(r) + ": no slot " + std::to_string(slots[r]));
-        if (lens[r] < 1 || lens[r] > c.max_seq)
-            reject("row " + std::to_string(r) + ": length " + std::to_string(lens[r]) + " outside [1, " +
-                   std::to_string(c.max_seq) + "]");
-    }
-}
-
-// One query head over the first n positions of one KV head: softmax(q K^T / sqrt(D)) V.
-// q, out: (D); scores: scratch of n floats.
-void attend_head(float* out, const float* q, const KVCache& c, int layer, int slot, int kv_h, int n,
-                 std::vector<float>& scores) {
-    const int D = c.head_dim;
-    const float scale = 1.0f / std::sqrt(float(D));
-    float top = -INFINITY;
-    for (int s = 0; s < n; s++) {  // positions >= n are never read: that is the mask
-        const float* k = kv_key(c, layer, slot, kv_h, s);
-        float dot = 0;
-        for (int d = 0; d < D; d++) dot += q[d] * k[d];
-        scores[s] = dot * scale;
-        top = std::max(top, scores[s]);
-    }
-    float sum = 0;
-    for (int s = 0; s < n; s++) sum += scores[s] = std::exp(scores[s] - top);  // max subtracted: no overflow
-    std::fill(out, out + D, 0.0f);
-    for (int s = 0; s < n; s++) {
-        const float* v = kv_value(c, layer, slot, kv_h, s);
-        const float w = scores[s] / sum;
-        for (int d = 0; d < D; d++) out[d] += w * v[d];
-    }
-}
 
 int greedy(const float* row, int vocab) {
     int best = 0;
@@ -103,17 +58,6 @@ void solve3(double M[3][4], double w[3]) {
 }
 
 }  // namespace
-
-void batched_attention(float* out, const float* q, const KVCache& cache, int layer,
-                       std::span<const int> slots, std::span<const int> lens, int n_heads) {
-    check_attention_args(cache, layer, slots, lens, n_heads);
-    const int D = cache.head_dim, stride = n_heads * D, group = n_heads / cache.n_kv_heads;
-    std::vector<float> scores(static_cast<std::size_t>(cache.max_seq));
-    for (std::size_t r = 0; r < slots.size(); r++)
-        for (int h = 0; h < n_heads; h++)
-            attend_head(out + r * stride + h * D, q + r * stride + h * D, cache, layer, slots[r], h / group,
-                        lens[r], scores);
-}
 
 int batched_decode_step(Engine& engine, Batch& batch) {
     check_batch(engine, batch);

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Grades a small class of lab 08 or lab 09 with pdlab-grade and checks every
+row (issue 33: the track 2 labs graded like lab 03, whose classes are
+grade_fake_class.py and grade_hostile_class.py).
+
+Students:
+  honest         the reference solution: full marks
+  wrong          the solution with one common mistake (WRONG below): the checks
+                 that mistake breaks score 0, every other check keeps its points
+  fake_observer  the starter, forging its test results and observations
+                 (forgers.py): 0 on every test check
+  test_caller    the solution plus a call into the tests' own code (forgers.py):
+                 0 in total, flagged "forbidden"
+
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09 [--absent WHAT]
+--absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
+(meson: skipped), never a pass; so too without the lab's solution and rubric.
+"""
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import forgers
+from grade_fake_class import fail, pick_lab
+from grade_hostile_class import STATIC_INIT
+from sandbox_work import sandbox_work
+
+# lab -> the mistake: the solution's lines, what the student wrote instead,
+# and the rubric checks whose tests catch it (every other check must not).
+WRONG = {
+    "08": {
+        "what": "budget_for_target rounds the budget up: its step can run past the target",
+        "solution": "std::floor((target_ms - cost.weights_ms) / cost.per_token_ms)",
+        "student": "std::ceil((target_ms - cost.weights_ms) / cost.per_token_ms)",
+        "broken": {"budget for a target", "the controller in the scheduler"},
+    },
+    "09": {
+        "what": "split_verdict exposes the whole transfer, as if no message overlapped the prefill",
+        "solution": "const double exposed = done - c.prefill_ms;",
+        "student": "const double exposed = transfer_ms;",
+        "broken": {"when splitting pays"},
+    },
+}
+
+
+def make_class(subs, lab, sol, number):
+    solution = (sol / "exercise.cpp").read_text()
+    wrong = WRONG[number]
+    if wrong["solution"] not in solution:
+        fail(f"{sol}/exercise.cpp has no line {wrong['solution']!r} to make the wrong student from")
+    starter = (lab / "exercise.cpp").read_text()
+    forging = forgers.students(lab, sol, starter, solution, STATIC_INIT)
+    students = {
+        "honest": solution,
+        "wrong": solution.replace(wrong["solution"], wrong["student"]),
+        "fake_observer": forging["fake_observer"],
+        "test_caller": forging["test_caller"],
+    }
+    for name, text in students.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "exercise.cpp").write_text(text)
+
+
+def check(rows, reports, rubric, number):
+    checks = rubric["checks"]
+    max_points = sum(k["points"] for k in checks)
+    if sorted(rows) != ["fake_observer", "honest", "test_caller", "wrong"]:
+        fail(f"gradebook rows: {sorted(rows)}")
+    row = rows["honest"]
+    if float(row["total"]) != max_points or row["status"] != "ok":
+        fail(f"honest (the reference solution) must get {max_points:g} and ok: {row}")
+
+    wrong = WRONG[number]
+    row = rows["wrong"]
+    for k in checks:
+        got = float(row[k["name"]])
+        if k["name"] in wrong["broken"] and k["points"] > 0 and got != 0:
+            fail(f"wrong ({wrong['what']}) scored {got:g} on {k['name']!r}: that check's tests must catch it: {row}")
+        if k["name"] not in wrong["broken"] and got != k["points"]:
+            fail(f"wrong ({wrong['what']}) lost points on {k['name']!r}, which its mistake does not touch: {row}")
+    if "failed" not in reports["wrong"]:
+        fail("wrong's report does not say which checks failed")
+
+    for k in checks:
+        if k["kind"] == "test" and float(rows["fake_observer"][k["name"]]) != 0:
+            fail(f"fake_observer forges its test results, yet scored {rows['fake_observer'][k['name']]} on "
+                 f"{k['name']!r}: {rows['fake_observer']}")
+    row = rows["test_caller"]
+    if float(row["total"]) != 0 or "forbidden" not in row["status"] or "pd::test::" not in reports["test_caller"]:
+        fail(f"test_caller compiles the tests' pd::test::randn into its exercise: it must score 0, flagged "
+             f"'forbidden symbol' with the symbol in its report: {row}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grader", required=True)
+    ap.add_argument("--kit", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--lab", required=True, choices=sorted(WRONG))
+    ap.add_argument("--absent", help="what the lab needs and this machine lacks: skip (exit 77)")
+    a = ap.parse_args()
+    if a.absent:
+        print(f"lab {a.lab} does not build here ({a.absent} is absent): skipped")
+        return 77
+    kit = Path(a.kit).resolve()
+    lab = pick_lab(kit, a.lab)
+    if lab is None:
+        print(f"lab {a.lab} has no solution and rubric in {kit}/solutions (a student handout?): skipped")
+        return 77
+    sol = kit / "solutions" / lab.parent.name / lab.name
+    rubric = json.loads((sol / "rubric.json").read_text())
+    tmp = Path(tempfile.mkdtemp(prefix="pdlab-track2-class."))
+    try:
+        subs = tmp / "submissions"
+        make_class(subs, lab, sol, a.lab)
+        out = tmp / "grades"
+        cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", a.lab, "--kit", str(kit), "--out", str(out),
+               "--work", str(sandbox_work(a.work)), "--timeout", "30", "--jobs", "2", "--threads", "1",
+               "--seed", "12345"]
+        print("$", " ".join(cmd), flush=True)
+        t0 = time.time()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout[-6000:])
+        print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
+        if p.returncode != 0:
+            fail(f"pdlab-grade exited with {p.returncode}")
+        with open(out / "gradebook.csv", newline="") as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+        for n in sorted(rows):
+            print(f"  {n:14} {rows[n]['total']:>5}/{rows[n]['max']}  {rows[n]['status']}")
+        reports = {n: (out / "reports" / f"{n}.md").read_text() for n in rows}
+        check(rows, reports, rubric, a.lab)
+        print(f"ok: lab {a.lab}'s class graded as expected")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
