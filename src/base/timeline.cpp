@@ -20,7 +20,11 @@ Timeline* active_timeline() { return active.load(std::memory_order_relaxed); }
 void set_active_timeline(Timeline* t) { active.store(t, std::memory_order_relaxed); }
 
 Timeline::Timeline(TimelineDetail detail, std::size_t max_events)
-    : detail_(detail), max_events_(max_events), origin_ns_(clock_ns()), processes_{{1, "pdlab"}} {}
+    : detail_(detail),
+      max_events_(max_events),
+      origin_ns_(clock_ns()),
+      events_(max_events),  // value-initialised: every page written once, now
+      processes_{{1, "pdlab"}} {}
 
 std::int64_t Timeline::now_ns() const { return clock_ns() - origin_ns_; }
 
@@ -52,32 +56,41 @@ void Timeline::set_engine_place(TimelinePlace place) {
     engine_place_ = place;
 }
 
-void Timeline::add(TimelineEvent e) {
+void Timeline::add(TimelineEvent e, std::vector<TimelineArg> args) {
     std::lock_guard lock(mutex_);
-    if (events_.size() >= max_events_) {
+    if (count_ == max_events_) {
         dropped_++;
         return;
     }
-    events_.push_back(std::move(e));
+    if (!args.empty()) {
+        e.args = int(args_.size());
+        args_.push_back(std::move(args));
+    }
+    events_[count_++] = e;
 }
 
-void Timeline::span(TimelinePlace at, std::string name, const char* category, std::int64_t start_ns,
+void Timeline::span(TimelinePlace at, TimelineName name, const char* category, std::int64_t start_ns,
                     std::int64_t end_ns, std::vector<TimelineArg> args) {
-    add({'X', at.process, at.track, std::move(name), category, start_ns, end_ns - start_ns, std::move(args)});
+    add({start_ns, end_ns - start_ns, name, category, -1, at.process, at.track, 'X'}, std::move(args));
 }
 
-void Timeline::instant(TimelinePlace at, std::string name, const char* category, std::int64_t at_ns,
+void Timeline::instant(TimelinePlace at, TimelineName name, const char* category, std::int64_t at_ns,
                        std::vector<TimelineArg> args) {
-    add({'i', at.process, at.track, std::move(name), category, at_ns, 0, std::move(args)});
+    add({at_ns, 0, name, category, -1, at.process, at.track, 'i'}, std::move(args));
 }
 
-void Timeline::counter(int process, std::string name, std::int64_t at_ns, std::vector<TimelineArg> values) {
-    add({'C', process, 0, std::move(name), "counter", at_ns, 0, std::move(values)});
+void Timeline::counter(int process, TimelineName name, std::int64_t at_ns, std::vector<TimelineArg> values) {
+    add({at_ns, 0, name, "counter", -1, process, 0, 'C'}, std::move(values));
 }
 
 std::vector<TimelineEvent> Timeline::events() const {
     std::lock_guard lock(mutex_);
-    return {events_.begin(), events_.end()};
+    return {events_.begin(), events_.begin() + std::ptrdiff_t(count_)};
+}
+
+std::vector<std::vector<TimelineArg>> Timeline::args() const {
+    std::lock_guard lock(mutex_);
+    return {args_.begin(), args_.end()};
 }
 
 std::vector<std::pair<int, std::string>> Timeline::process_names() const {
@@ -125,8 +138,8 @@ void TimelineLaps::mark(const char* name, const char* category) {
     last_ns_ = now;
 }
 
-void TimelineLaps::enclose(std::int64_t since_ns, const char* name, int index, const char* category) {
-    if (tl_) tl_->span(at_, std::string(name) + " " + std::to_string(index), category, since_ns, last_ns_);
+void TimelineLaps::enclose(std::int64_t since_ns, TimelineName name, const char* category) {
+    if (tl_) tl_->span(at_, name, category, since_ns, last_ns_);
 }
 
 }  // namespace pd

@@ -247,7 +247,7 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
         laps.mark("mlp_out", kProduct);
         add_inplace(x, st.proj.data(), std::size_t(rows) * D);
         laps.mark("residual", kOther);
-        laps.enclose(layer_start, "layer", l, "layer");
+        laps.enclose(layer_start, {"layer", l}, "layer");
     }
 
     // 9. Final norm and output head, only for the rows whose logits are wanted.

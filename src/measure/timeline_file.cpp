@@ -22,12 +22,16 @@ nlohmann::json args_json(const std::vector<TimelineArg>& args) {
     return j;
 }
 
-nlohmann::json event_json(const TimelineEvent& e) {
-    nlohmann::json j = {{"name", e.name}, {"cat", e.category}, {"ph", std::string(1, e.kind)},
+std::string name_of(const TimelineName& n) {
+    return n.index >= 0 ? fmt::format("{} {}", n.text, n.index) : std::string(n.text);
+}
+
+nlohmann::json event_json(const TimelineEvent& e, const std::vector<std::vector<TimelineArg>>& args) {
+    nlohmann::json j = {{"name", name_of(e.name)}, {"cat", e.category}, {"ph", std::string(1, e.kind)},
                         {"ts", us(e.start_ns)}, {"pid", e.process}, {"tid", e.track}};
     if (e.kind == 'X') j["dur"] = us(e.dur_ns);
     if (e.kind == 'i') j["s"] = "t";
-    if (!e.args.empty()) j["args"] = args_json(e.args);
+    if (e.args >= 0) j["args"] = args_json(args[std::size_t(e.args)]);
     return j;
 }
 
@@ -51,7 +55,8 @@ nlohmann::json chrome_trace(const Timeline& t) {
         list.push_back(name_event("thread_name", n.place.process, n.place.track, {{"name", n.name}}));
         list.push_back(name_event("thread_sort_index", n.place.process, n.place.track, {{"sort_index", n.sort}}));
     }
-    for (const TimelineEvent& e : events) list.push_back(event_json(e));
+    const auto args = t.args();
+    for (const TimelineEvent& e : events) list.push_back(event_json(e, args));
     nlohmann::json j = {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"}};
     if (t.dropped() > 0)
         j["otherData"] = {{"dropped_events", t.dropped()}, {"max_events", t.max_events()}};
