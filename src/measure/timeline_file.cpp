@@ -71,13 +71,19 @@ TimelineFile::TimelineFile(const std::string& path, TimelineDetail detail, const
     set_active_timeline(&timeline_);
 }
 
-TimelineFile::~TimelineFile() { set_active_timeline(nullptr); }
+TimelineFile::~TimelineFile() {
+    set_active_timeline(nullptr);
+    if (written_) return;
+    out_.close();
+    std::remove(path_.c_str());
+}
 
 std::size_t TimelineFile::write() {
     set_active_timeline(nullptr);  // what follows is not part of the run
     const nlohmann::json j = chrome_trace(timeline_);
     out_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out_.close();
+    written_ = true;
     if (!out_) fail("--timeline {}: writing the file failed (is the disk full?)", path_);
     if (timeline_.dropped() > 0)
         std::fprintf(stderr, "timeline: kept the first %zu events and dropped %zu: record a shorter run\n",

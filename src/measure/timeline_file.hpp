@@ -23,6 +23,7 @@ public:
     // Opens `path` for writing now, so that a bad path is refused (UserError
     // naming it) before any work, and makes the timeline active until this
     // is destroyed. `process_name` names process 1 ("pdlab generate").
+    // Destroyed unwritten (the run failed), it removes the empty file.
     TimelineFile(const std::string& path, TimelineDetail detail, const std::string& process_name);
     ~TimelineFile();
     TimelineFile(const TimelineFile&) = delete;
@@ -35,6 +36,7 @@ public:
 private:
     std::string path_;
     std::ofstream out_;
+    bool written_ = false;
     Timeline timeline_;
 };
 
