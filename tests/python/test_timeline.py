@@ -21,7 +21,8 @@ On the bundled tiny model, a few passes each (about 5 s in all):
               the preemptions serve-sim reports, counters stay within the pool
   bad_input   exit 2 and one message for a folder that does not exist, a
               folder as the file, --device cuda, bench's precision list,
-              --draft; nothing is written for a refused option
+              --draft; nothing is written for a refused option, and a run
+              that fails after opening the file removes it
   lab02       (with --lab02) prefill and decode spans of every section
   lab06       (with --lab06) one process per replay, each with its requests
 
@@ -203,13 +204,16 @@ def case_bad_input(a, work):
           os.path.join(work, "d.json")], "--timeline"),
         ([a.pdlab, "generate", "--prompt-ids", "1,2", "--timeline", os.path.join(work, "x.json"),
           "--timeline-detail", "all"], "timeline-detail"),
+        # A run that fails after the file was opened removes it.
+        ([a.pdlab, "generate", "-m", "no-such-model", "--prompt-ids", "1,2", "--timeline",
+          os.path.join(work, "m.json")], "not found"),
     ]
     for cmd, word in cases:
         err = run(cmd, expect=2)
         assert word in err, "%s: stderr lacks %r: %s" % (" ".join(cmd[1:]), word, err)
         assert len(err.strip().splitlines()) <= 2, "%s: more than one message: %s" % (" ".join(cmd[1:]), err)
-    for name in ("c.json", "l.json", "d.json", "x.json"):
-        assert not os.path.exists(os.path.join(work, name)), "a refused run wrote %s" % name
+    for name in ("c.json", "l.json", "d.json", "x.json", "m.json"):
+        assert not os.path.exists(os.path.join(work, name)), "a refused or failed run left %s" % name
 
 
 def case_lab02(a, work):
