@@ -3,6 +3,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/timeline.hpp"
 #include "engine/attention.hpp"
 #include "engine/ops.hpp"
 #include "engine/request.hpp"
@@ -152,9 +153,22 @@ void norm(const Config& c, float* out, const float* x, const std::vector<float>&
     else layernorm(out, x, w.data(), b.data(), rows, c.dim, c.norm_eps);
 }
 
+// The categories of a layer's parts on the timeline (base/timeline.hpp).
+constexpr const char* kProduct = "product";
+constexpr const char* kAttention = "attention";
+constexpr const char* kOther = "other";
+
+// Layer detail on the timeline when one is recorded with it.
+TimelineLaps layer_laps() {
+    Timeline* tl = active_timeline();
+    return TimelineLaps(tl, tl && tl->detail() == TimelineDetail::layers);
+}
+
 // The layers, for the rows described by st.token / st.slot / st.pos, with the
 // cache reached through `cache` (ContiguousPass or PagedPass).
-// Returns logits for st.keep_rows.
+// Returns logits for st.keep_rows. With a timeline recording layers, each
+// step below is a span when it ends (`laps.mark`), and each layer a span
+// around its steps: its products, its attention and the rest.
 template <class Pass>
 const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
     std::lock_guard lock(forward_mutex);
@@ -165,6 +179,7 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
     const int qkv_stride = Q + 2 * KV;
     const bool rotary = c.traits().positions == Positions::rotary;
     float* x = st.x.data();
+    TimelineLaps laps = layer_laps();
 
     // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
     for (int r = 0; r < rows; r++) {
@@ -172,17 +187,21 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
                     sizeof(float) * D);
         if (!rotary) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
     }
+    laps.mark("embed", kOther);
 
     for (int l = 0; l < c.n_layers; l++) {
         const LayerWeights& L = w.layers[l];
         const CpuLayer& P = packed.layers[l];
+        const std::int64_t layer_start = laps.last_ns();
 
         // 2. Attention sublayer input: xn = norm(x).
         norm(c, st.xn.data(), x, L.norm1_w, L.norm1_b, rows);
+        laps.mark("norm", kOther);
 
         // 3. Project to queries, keys and values: (rows, D) -> (rows, Q + 2 KV),
         //    with their biases where the family has them (GPT-2, Qwen2).
         linear_forward(P.qkv, st.xn.data(), rows, st.qkv.data());
+        laps.mark("qkv", kProduct);
 
         // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
         if (rotary) {
@@ -199,18 +218,23 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
             std::memcpy(st.q.data() + std::size_t(r) * Q, row, sizeof(float) * Q);
         }
         cache.layer_written(l);  // layer l's K/V of every row are final (a disaggregated prefill sends them now)
+        laps.mark("rope + kv write", kOther);
 
         // 6. Attention over the cache, each row seeing its sequence up to its
         //    own position (its last sliding_window positions, when set).
         cache.attend(st.att.data(), st.q.data(), l, c.n_heads, c.sliding_window);
+        laps.mark("attention", kAttention);
 
         // 7. Output projection and residual: x += att @ Wo^T.
         linear_forward(P.attn_out, st.att.data(), rows, st.proj.data());
+        laps.mark("attn_out", kProduct);
         add_inplace(x, st.proj.data(), std::size_t(rows) * D);
 
         // 8. MLP sublayer: x += mlp(norm(x)).
         norm(c, st.xn.data(), x, L.norm2_w, L.norm2_b, rows);
+        laps.mark("residual + norm", kOther);
         linear_forward(P.mlp_in, st.xn.data(), rows, st.mlp_h.data());
+        laps.mark("mlp_in", kProduct);
         const float* act = st.mlp_h.data();
         if (c.traits().mlp == Mlp::swiglu) {
             swiglu(st.mlp_act.data(), st.mlp_h.data(), rows, F);  // silu(gate) * up
@@ -218,8 +242,12 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
         } else {
             gelu_tanh(st.mlp_h.data(), std::size_t(rows) * F);    // in place
         }
+        laps.mark("activation", kOther);
         linear_forward(P.mlp_out, act, rows, st.proj.data());
+        laps.mark("mlp_out", kProduct);
         add_inplace(x, st.proj.data(), std::size_t(rows) * D);
+        laps.mark("residual", kOther);
+        laps.enclose(layer_start, {"layer", l}, "layer");
     }
 
     // 9. Final norm and output head, only for the rows whose logits are wanted.
@@ -232,6 +260,7 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
         norm(c, o, xr, w.norm_f_w, w.norm_f_b, 1);
     }
     linear_forward(packed.head, st.kept.data(), kept, st.logits.data());
+    laps.mark("logits", kProduct);
     return st.logits.data();
 }
 
@@ -239,9 +268,12 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
 
 const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
                      std::span<const int> tokens, Keep keep) {
+    TimelineScope span("prefill", "phase");
     const Config& c = m.config;
     check_prefill(c, room(cache), slot, tokens);
     const int T = int(tokens.size()), start = cache.seq_len[slot];
+    span.arg("tokens", T);
+    span.arg("from position", start);
     if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
     for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
     st.keep_rows.clear();
@@ -257,9 +289,12 @@ const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
 
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens) {
+    TimelineScope span("decode", "phase");
     const Config& c = m.config;
     check_decode(c, room(cache), slots, tokens);
     const int rows = int(tokens.size());
+    span.arg("rows", rows);
+    span.arg("position", cache.seq_len[slots[0]]);
     if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
     st.keep_rows.clear();
     for (int r = 0; r < rows; r++) {
@@ -309,8 +344,11 @@ void check_batch(const Config& c, const PagedKVCache& cache, std::span<const Bat
 
 const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items,
                           const LayerHook& on_layer) {
+    TimelineScope span("batch step", "phase");
     check_batch(m.config, cache, items);
     const int rows = lay_out_batch(m.config, cache, st, items);
+    span.arg("sequences", double(items.size()));
+    span.arg("rows", rows);
     PagedPass pass{cache, st, on_layer};
     const float* logits = forward(m, pass, st, rows);
     for (const BatchItem& it : items) it.table->len += int(it.tokens.size());

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "base/timeline.hpp"
 #include "engine/sampler.hpp"
 
 namespace pd {
@@ -151,6 +152,8 @@ void time_runs(std::vector<Lane>& lanes, const BenchOptions& o, const std::vecto
     }
     for (int run = 0; run < o.warmup + o.repeats; run++) {
         const bool measured = run >= o.warmup;
+        TimelineScope span(measured ? "measured run" : "warm-up run", "run");  // around its phases
+        span.arg("run", run + 1);
         for (Lane& l : lanes) {
             const double ms = prefill_lane(l, prompts);
             if (measured) l.r->prefill_ms.push_back(ms);

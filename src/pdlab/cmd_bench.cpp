@@ -60,6 +60,9 @@ CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
                     "seconds of each DRAM bandwidth probe before and after the timed runs (0: no "
                     "probes, no floors)")
         ->capture_default_str();
+    add_timeline(sub, o.timeline,
+                 "Track \"engine\": each warm-up and measured run, its prefill and decode spans inside "
+                 "(the layers inside them); one precision only.");
     return sub;
 }
 
@@ -113,6 +116,8 @@ std::vector<std::string> parse_precision_list(const BenchCliOptions& o) {
         names.push_back(item);
         start = end + 1;
     }
+    if (names.size() > 1 && !o.timeline.path.empty())
+        fail("--timeline records one precision's runs: give --precision one name, or drop --timeline");
     if (o.group_size->count() > 0 && !seen.count("int8") && !seen.count("int4"))
         fail("--group-size is an int8 and int4 option, and --precision {} has neither: add one or drop "
              "--group-size", list);
@@ -198,6 +203,8 @@ int run_bench_command(const BenchCliOptions& o) {
     const std::vector<std::string> precisions = parse_precision_list(o);
     if (precisions.size() > 1) return run_bench_turns_command(o, precisions);
     const BenchOptions& b = o.bench;
+    const auto timeline = open_timeline(o.timeline, o.common.device, "pdlab bench");
+    if (timeline) timeline->timeline().name_track({1, 1}, "engine");
     Session s = load_session(o.common);
     start_engine(s, o.common, b.batch, std::int64_t(b.prompt_len) + b.gen);
     std::fprintf(stderr, "benchmarking %s (%s) on %s: P=%d, %d decode steps, batch %d, %d warm-up + %d runs\n",
@@ -207,6 +214,7 @@ int run_bench_command(const BenchCliOptions& o) {
     if (!kernels.empty()) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
     if (o.common.threads == 0) std::fprintf(stderr, "threads: %s\n", default_threads_note().c_str());
     BenchResult r = run_bench(*s.engine, b);
+    finish_timeline(timeline.get(), o.timeline.path);
     print_bench(b, r);
     warn_if_timings_unreliable();
     if (o.common.json.empty()) return 0;

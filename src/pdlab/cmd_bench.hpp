@@ -10,12 +10,14 @@
 
 #include "cli_common.hpp"
 #include "measure/bench.hpp"
+#include "timeline_option.hpp"
 
 namespace pd::cli {
 
 struct BenchCliOptions {
     CommonOptions common;   // common.precision: one precision, or a comma list (turns)
     BenchOptions bench;
+    TimelineOptions timeline;
     const CLI::Option* group_size = nullptr;  // --group-size: asks whether it was given
 };
 

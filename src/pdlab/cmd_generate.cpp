@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "engine/generate.hpp"
 #include "engine/speculative.hpp"
+#include "timeline_option.hpp"
 
 namespace pd::cli {
 
@@ -18,6 +19,7 @@ namespace {
 struct GenerateCliOptions {
     CommonOptions common;
     PromptOptions prompt;
+    TimelineOptions timeline;
     int n = 32;
     bool greedy = false, no_cache = false, ignore_eos = false, trace = false;
     SamplerConfig sampler{0.8f, 40, 0.95f, 42};
@@ -55,6 +57,8 @@ CLI::App* add_generate_options(CLI::App& app, GenerateCliOptions& o) {
     sub->add_option("--speculate", o.speculate,
                     "with --draft: draft tokens proposed per target pass, 1 or more (default 4; the "
                     "prompt plus k must fit in the context)");
+    add_timeline(sub, o.timeline,
+                 "Track \"engine\": the prefill span, then one decode span per step (the layers inside).");
     return sub;
 }
 
@@ -99,6 +103,9 @@ void check_speculate_flags(GenerateCliOptions& o) {
     if (o.no_cache || o.trace)
         fail("--draft cannot be combined with {}: speculative decoding rolls the KV cache back, and "
              "its rounds are not the prefill/decode trace; drop one of them", o.no_cache ? "--no-cache" : "--trace");
+    if (!o.timeline.path.empty())
+        fail("--timeline does not record speculative decoding yet (the draft's and the target's passes would "
+             "share one track): drop --draft or --timeline");
 }
 
 // Streams each token's text to stdout as it is chosen (not the eos token when stopping at it).
@@ -170,6 +177,8 @@ int run_generate(GenerateCliOptions& o) {
     if (o.greedy) o.sampler.temperature = 0.0f;
     validate(o.sampler);
     check_speculate_flags(o);
+    const auto timeline = open_timeline(o.timeline, o.common.device, "pdlab generate");
+    if (timeline) timeline->timeline().name_track({1, 1}, "engine");
     Session s = load_session(o.common);
     note_generation_config(s.loaded);
     const Tokenizer& tok = s.loaded.tokenizer;
@@ -190,6 +199,7 @@ int run_generate(GenerateCliOptions& o) {
     std::fflush(stdout);  // the summary goes to stderr: keep it after the text
     print_summary(o, *s.engine, ids.size(), r, g.use_cache);
     if (!o.common.json.empty()) write_json_file(o.common.json, generate_json(o, *s.engine, tok, r, g.use_cache));
+    finish_timeline(timeline.get(), o.timeline.path);
     return 0;
 }
 

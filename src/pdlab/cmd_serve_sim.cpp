@@ -13,6 +13,7 @@
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
 #include "serve/slot_serving_engine.hpp"
+#include "timeline_option.hpp"
 
 namespace pd::cli {
 
@@ -20,6 +21,7 @@ namespace {
 
 struct ServeSimOptions {
     CommonOptions common;
+    TimelineOptions timeline;
     std::string trace_file, save_trace;
     serve::TraceSpec spec;
     std::string prompt_len = "uniform:16:64", output_len = "lognormal:32:0.8:4:128";
@@ -116,6 +118,10 @@ CLI::App* add_serve_sim_options(CLI::App& app, ServeSimOptions& o) {
         "(repeat the flag for several)");
     sub->add_flag("--ignore-eos", o.ignore_eos, "generate max_tokens even past end-of-text");
     sub->add_flag("--quiet", o.quiet, "no progress lines on stderr");
+    add_timeline(sub, o.timeline,
+                 "Tracks: \"scheduler\" (each step, its batch as args, the engine's pass inside), one "
+                 "\"request N\" per request (queued, prefill chunks, decode steps, preempted, finished and "
+                 "why), counters of KV blocks used and of running and waiting requests.");
     return sub;
 }
 
@@ -247,6 +253,7 @@ int run_serve_sim(ServeSimOptions& o) {
     check_engine_flags(o);
     serve::check_limits(o.limits);
     const serve::GoodputLimits goodput = parse_goodput(o.goodput);
+    const auto timeline = open_timeline(o.timeline, o.common.device, "pdlab serve-sim");
     Session s = load_session(o.common);
     const Config& c = s.loaded.model->config;
     const serve::Trace trace = make_trace(o, c.vocab_size);
@@ -260,6 +267,7 @@ int run_serve_sim(ServeSimOptions& o) {
     serve::SchedulerConfig sc{o.limits, max_model_len, c.eos_id, o.ignore_eos, std::nullopt};
     serve::Scheduler scheduler(counted, policy, sc);
     const auto r = serve::replay(scheduler, trace, requests, !o.quiet);
+    finish_timeline(timeline.get(), o.timeline.path);
     const auto m = serve::compute_serving_metrics(r.timings, r.duration_s, goodput);
     const std::string title = fmt::format("{} batching, {} req, {}", o.limits.static_batching ? "Static" : "Continuous",
                                           requests.size(), o.common.model);

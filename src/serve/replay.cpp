@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <thread>
 
 #include "common.hpp"
 #include "base/timing.hpp"
+#include "serve/replay_timeline.hpp"
 
 namespace pd::serve {
 
@@ -103,7 +105,7 @@ void record(ReplayResult& out, std::span<const TokenEvent> events, double t, int
 }  // namespace
 
 ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Request> requests,
-                    bool progress) {
+                    bool progress, const std::string& timeline_process) {
     ReplayResult out;
     out.finished.assign(requests.size(), FinishReason::none);
     out.output_ids.resize(requests.size());
@@ -112,6 +114,11 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
     const auto order = arrival_order(trace);
     std::size_t next = 0;
     int done = 0;
+    std::unique_ptr<ReplayTimeline> timeline;  // null unless a timeline is recorded
+    if (Timeline* tl = active_timeline()) {
+        timeline = std::make_unique<ReplayTimeline>(*tl, timeline_process, requests);
+        timeline->start(trace);
+    }
     const double t0 = now_ms();
     double last_note = 0;
     while (next < order.size() || !scheduler.idle()) {
@@ -122,8 +129,10 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
             std::this_thread::sleep_for(std::chrono::duration<double>(trace[order[next]].arrival_s - t));
             continue;
         }
+        if (timeline) timeline->step_begins();
         const auto events = scheduler.step();
         t = (now_ms() - t0) / 1e3;
+        if (timeline) timeline->step_ends(scheduler, events);
         record(out, events, t, done);
         out.steps++;
         const StepCounts& c = scheduler.last_step();

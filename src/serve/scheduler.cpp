@@ -42,8 +42,9 @@ int Scheduler::free_id() {
     pool_.emplace_back();
     states_.emplace_back();
     // Every per-step vector holds all sequences: steps never grow them.
-    for (auto* v : {&free_ids_, &waiting_, &running_, &decided_, &admitted_}) v->reserve(pool_.size());
+    for (auto* v : {&free_ids_, &waiting_, &running_, &decided_, &admitted_, &preempted_}) v->reserve(pool_.size());
     batch_.reserve(pool_.size());
+    items_.reserve(pool_.size());
     work_.reserve(pool_.size());
     events_.reserve(pool_.size());
     return int(pool_.size()) - 1;
@@ -93,6 +94,8 @@ SchedulerState Scheduler::view() const { return {states_, waiting_, running_}; }
 std::span<const TokenEvent> Scheduler::step() {
     events_.clear();
     admitted_.clear();
+    preempted_.clear();
+    items_.clear();
     counts_ = {};
     retire();
     admit();
@@ -164,6 +167,7 @@ void Scheduler::preempt(int id) {
     running_.erase(std::find(running_.begin(), running_.end(), id));
     waiting_.insert(waiting_.begin(), id);  // first in line when room returns
     counts_.preempted++;
+    preempted_.push_back(pool_[std::size_t(id)].request);
 }
 
 void Scheduler::run_batch() {
@@ -175,6 +179,7 @@ void Scheduler::run_batch() {
         work_.push_back({id, std::span<const int>(tokens).subspan(std::size_t(st.computed), std::size_t(n)),
                          st.computed + n == st.tokens});
         const bool decode = n == 1 && st.computed > 0;
+        items_.push_back({pool_[std::size_t(id)].request, n, st.computed, decode});
         counts_.decode_rows += decode;
         counts_.prefill_items += !decode;
         counts_.prefill_tokens += decode ? 0 : n;

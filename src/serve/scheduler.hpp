@@ -72,6 +72,14 @@ struct StepCounts {
     int decode_rows = 0, prefill_items = 0, prefill_tokens = 0, preempted = 0;
 };
 
+// One request's share of the last step (for the timeline).
+struct StepItem {
+    int request = 0;      // Request::id
+    int tokens = 0;       // rows it brought: 1 for a decode token, else a prefill chunk
+    int start = 0;        // position of its first row
+    bool decode = false;  // a decode token (else a prompt chunk, or a recompute after preemption)
+};
+
 class Scheduler {
 public:
     // `engine` and `policy` are borrowed and must outlive the scheduler.
@@ -95,6 +103,11 @@ public:
     // Request ids the last step admitted (again, after a preemption): from
     // then on their tokens are computed.
     std::span<const int> admitted() const { return admitted_; }
+    // Request ids the last step preempted (they wait again), and what its batch ran.
+    std::span<const int> preempted() const { return preempted_; }
+    std::span<const StepItem> last_batch() const { return items_; }
+    // KV blocks live sequences hold now (the engine's total less its free ones).
+    int blocks_used() const { return engine_.total_blocks() - engine_.free_blocks(); }
 
 private:
     struct Sequence;  // the pool entry behind a SeqState
@@ -116,6 +129,8 @@ private:
     std::vector<int> free_ids_, waiting_, running_;
     std::vector<int> decided_;      // retire()'s and admit()'s output
     std::vector<int> admitted_;     // (admitted) request ids
+    std::vector<int> preempted_;    // (preempted) request ids
+    std::vector<StepItem> items_;   // (batch) what the last step ran, by request
     std::vector<BatchItem> batch_;
     std::vector<SeqWork> work_;
     std::vector<TokenEvent> events_;

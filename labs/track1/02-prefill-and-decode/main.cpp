@@ -24,6 +24,7 @@
 #include "base/hardware.hpp"
 #include "lab_main.hpp"
 #include "print.hpp"
+#include "timeline_option.hpp"
 #include "engine/sampler.hpp"
 
 using namespace pd;
@@ -33,6 +34,7 @@ namespace {
 
 struct Options {
     cli::CommonOptions common;
+    cli::TimelineOptions timeline;
     std::string prompt;
     int prompt_len = 4;
     int steps = 16;
@@ -375,6 +377,8 @@ void check_options(const Options& o) {
 
 int run(const Options& o) {
     check_options(o);
+    const auto timeline = cli::open_timeline(o.timeline, o.common.device, "lab 02");
+    if (timeline) timeline->timeline().name_track({1, 1}, "engine");
     cli::Session s = cli::open_session(o.common);
     Lab lab{o, *s.engine, s.loaded.tokenizer, make_prompt(o, s.loaded.tokenizer), {}};
     if (lab.P() + o.steps + 1 > lab.engine.max_seq())
@@ -393,6 +397,7 @@ int run(const Options& o) {
     section_report(lab, setup, r, with ? &*with : nullptr);
     section_device_row(lab, r);
     write_json(lab, setup, r);
+    cli::finish_timeline(timeline.get(), o.timeline.path);
     return lab::finish(trace_ok && r.len_ok);
 }
 
@@ -425,5 +430,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--repeats,-r", o.repeats, "measured runs")->capture_default_str();
     app.add_flag("!--no-compare", o.compare, "skip section 3 (generation without the cache)");
+    cli::add_timeline(&app, o.timeline,
+                      "Track \"engine\": every prefill and decode pass of every section (the layers inside).");
     return lab::run_lab(app, argc, argv, [&] { return run(o); });
 }

@@ -22,6 +22,7 @@
 #include "plot.hpp"
 #include "serve/replay.hpp"
 #include "serve/slot_serving_engine.hpp"
+#include "timeline_option.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -34,6 +35,7 @@ constexpr const char* kDefaultModel =
 
 struct Options {
     cli::CommonOptions lab;
+    cli::TimelineOptions timeline;
     std::vector<double> rates = {2, 8, 20};
     int num_requests = 128;
     std::uint64_t seed = 1;
@@ -49,7 +51,7 @@ struct Run {
     serve::ReplayResult r;
 };
 
-Run replay_once(Engine& e, const Options& o, const serve::Trace& trace,
+Run replay_once(Engine& e, const Options& o, double rate, const serve::Trace& trace,
                 const std::vector<serve::Request>& reqs, bool static_batching) {
     serve::SlotServingEngine serving(e);
     lab06::StudentBatching policy;
@@ -58,7 +60,9 @@ Run replay_once(Engine& e, const Options& o, const serve::Trace& trace,
     // ignore_eos: every request produces its max_tokens, so both modes do the same work.
     serve::Scheduler s(serving, policy, {lim, e.max_seq(), e.config().eos_id, true, std::nullopt});
     Run run;
-    run.r = serve::replay(s, trace, reqs, !o.quiet);
+    // On a timeline, each replay is a process of its own, named by its mode and rate.
+    const std::string name = fmt::format("{} batching, {} req/s", static_batching ? "static" : "continuous", rate);
+    run.r = serve::replay(s, trace, reqs, !o.quiet, name);
     run.m = serve::compute_serving_metrics(run.r.timings, run.r.duration_s);
     return run;
 }
@@ -136,7 +140,7 @@ json sweep_rates(Engine& e, const Options& o, const Tokenizer& tok, bool& ok) {
         spec.token_hi = e.config().vocab_size;
         const auto trace = serve::generate_trace(spec);
         const auto reqs = serve::trace_requests(trace, tok, e.config().vocab_size, e.max_seq());
-        const Run st = replay_once(e, o, trace, reqs, true), co = replay_once(e, o, trace, reqs, false);
+        const Run st = replay_once(e, o, rate, trace, reqs, true), co = replay_once(e, o, rate, trace, reqs, false);
         rows.push_back(row_json(rate, "static", st));
         rows.push_back(row_json(rate, "continuous", co));
         print_row(rows[rows.size() - 2]);
@@ -164,6 +168,7 @@ void write_csv(const fs::path& dir, const json& rows) {
 int run(Options& o) {
     serve::check_limits(o.limits);
     try_exercises();
+    const auto timeline = cli::open_timeline(o.timeline, o.lab.device, "lab 06");
     cli::Session s = cli::load_session(o.lab);
     cli::start_engine(s, o.lab, o.limits.max_seqs, 0);
     Engine& e = *s.engine;
@@ -178,6 +183,7 @@ int run(Options& o) {
     j["rates"] = sweep_rates(e, o, s.loaded.tokenizer, ok);
     j["rates_swept"] = o.rates;
     j["same_tokens"] = ok;
+    cli::finish_timeline(timeline.get(), o.timeline.path);
     write_csv(o.out, j["rates"]);
     lab::write_lab_json(o.lab, j);
     lab::draw_plot("labs/track2/06-continuous-batching", o.out, o.no_plot,
@@ -215,5 +221,8 @@ int main(int argc, char** argv) {
     app.add_option("--out,-o", o.out, "folder for rates.csv and the plot")->capture_default_str();
     app.add_flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
     app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
+    cli::add_timeline(&app, o.timeline,
+                      "One process per replay (each mode at each rate): its scheduler's steps, one track per "
+                      "request, counters of KV blocks and requests. --timeline-detail phases keeps it small.");
     return lab::run_lab(app, argc, argv, [&] { return run(o); });
 }

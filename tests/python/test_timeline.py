@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""--timeline FILE: the Chrome trace pdlab and the lab programs write (issue 35).
+
+    /usr/bin/python3 tests/python/test_timeline.py --pdlab build/src/pdlab/pdlab \
+        [--lab02 PROGRAM --lab06 PROGRAM]
+
+On the bundled tiny model, a few passes each (about 5 s in all):
+
+  generate    the file is JSON with traceEvents; every layer part (product,
+              attention, other) lies inside a layer (the embedding and the
+              output head inside the pass), every layer inside a prefill or
+              decode pass; one prefill and n-1 decode spans, whose
+              durations add up to the reported decode time within 5%
+  bench       each pass inside a warm-up or measured run; the decode spans of
+              the measured runs add up to bench's decode_step_ms within 5%;
+              --timeline-detail phases records no layers
+  serve_sim   each request's track against --json's per_request: output
+              tokens, finish reason, TTFT and end-to-end latency (1 ms), one
+              "first token", its decode spans; one step span per step
+  preempted   a KV pool too small for the batch: the "preempted" spans number
+              the preemptions serve-sim reports, counters stay within the pool
+  bad_input   exit 2 and one message for a folder that does not exist, a
+              folder as the file, --device cuda, bench's precision list,
+              --draft; nothing is written for a refused option, and a run
+              that fails after opening the file removes it
+  lab02       (with --lab02) prefill and decode spans of every section
+  lab06       (with --lab06) one process per replay, each with its requests
+
+No torch needed. Ends with "N passed, M failed".
+"""
+
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PARTS = {"product", "attention", "other"}
+
+
+def run(cmd, expect=0):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode != expect:
+        raise AssertionError("%s\nexit %d (expected %d): %s" % (" ".join(cmd), p.returncode, expect,
+                                                                 p.stderr.decode(errors="replace")[-2000:]))
+    return p.stderr.decode(errors="replace")
+
+
+def load(path):
+    with open(path) as f:
+        j = json.load(f)
+    assert isinstance(j.get("traceEvents"), list) and j["traceEvents"], "%s: no traceEvents list" % path
+    return j["traceEvents"]
+
+
+def spans(events, **match):
+    """The complete events ("X") whose fields equal `match`, as (start_ns, end_ns, event)."""
+    out = []
+    for e in events:
+        if e["ph"] == "X" and all(e.get(k) == v for k, v in match.items()):
+            start = round(e["ts"] * 1000)
+            out.append((start, start + round(e["dur"] * 1000), e))
+    return sorted(out, key=lambda s: s[0])
+
+
+def inside(child, parents):
+    """The parent span (same process and track) that holds `child`, or None."""
+    c0, c1, ce = child
+    for p0, p1, pe in parents:
+        if p0 <= c0 and c1 <= p1 and pe["pid"] == ce["pid"] and pe["tid"] == ce["tid"]:
+            return pe
+    return None
+
+
+def check_nesting(events, outer_cats):
+    """Parts inside layers, layers inside a pass, passes inside `outer_cats` (when given)."""
+    layers = spans(events, cat="layer")
+    passes = spans(events, cat="phase")
+    assert layers, "no layer spans"
+    for s in spans(events):
+        if s[2]["cat"] in PARTS:
+            # The embedding and the output head belong to the pass, not to a layer.
+            holders = passes if s[2]["name"] in ("embed", "logits") else layers
+            assert inside(s, holders), "part %s at %.3f us is in no %s" % (
+                s[2]["name"], s[2]["ts"], "pass" if holders is passes else "layer")
+    for s in layers:
+        assert inside(s, passes), "%s at %.3f us is in no prefill/decode span" % (s[2]["name"], s[2]["ts"])
+    for cat in outer_cats:
+        outers = spans(events, cat=cat)
+        for s in passes:
+            assert inside(s, outers), "%s at %.3f us is in no %s span" % (s[2]["name"], s[2]["ts"], cat)
+
+
+def within(a, b, rel, what):
+    assert abs(a - b) <= rel * max(abs(a), abs(b)), "%s: %.4f against %.4f (more than %g%% apart)" % (
+        what, a, b, rel * 100)
+
+
+def case_generate(a, work):
+    tl, js = os.path.join(work, "g.json"), os.path.join(work, "g-result.json")
+    n = 16
+    run([a.pdlab, "generate", "-m", "tiny", "--prompt-ids", "5,6,7,8,9,10", "-n", str(n), "--greedy",
+         "--ignore-eos", "--threads", "1", "--json", js, "--timeline", tl])
+    events = load(tl)
+    with open(js) as f:
+        result = json.load(f)
+    check_nesting(events, [])
+    prefill, decode = spans(events, name="prefill"), spans(events, name="decode")
+    assert len(prefill) == 1 and len(decode) == n - 1, "%d prefill and %d decode spans, expected 1 and %d" % (
+        len(prefill), len(decode), n - 1)
+    decode_ms = sum(e["dur"] for _, _, e in decode) / 1000
+    within(decode_ms, sum(result["timings"]["decode_ms"]), 0.05, "decode spans against timings.decode_ms (ms)")
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "engine" in names, "no track named engine: %s" % names
+
+
+def bench_args(a, tl, js, *extra):
+    return [a.pdlab, "bench", "-m", "tiny", "-P", "16", "-n", "6", "--warmup", "1", "-r", "2", "--threads", "1",
+            "--probe-seconds", "0", "--peak-gflops", "50", "--json", js, "--timeline", tl] + list(extra)
+
+
+def case_bench(a, work):
+    tl, js = os.path.join(work, "b.json"), os.path.join(work, "b-result.json")
+    run(bench_args(a, tl, js))
+    events = load(tl)
+    with open(js) as f:
+        result = json.load(f)
+    check_nesting(events, ["run"])
+    runs = spans(events, cat="run")
+    assert [e["name"] for _, _, e in runs] == ["warm-up run", "measured run", "measured run"], \
+        "runs %s" % [e["name"] for _, _, e in runs]
+    measured = [s for s in runs if s[2]["name"] == "measured run"]
+    decode = [s for s in spans(events, name="decode") if inside(s, measured)]
+    assert len(decode) == len(result["decode_step_ms"]), "%d decode spans in measured runs, bench timed %d" % (
+        len(decode), len(result["decode_step_ms"]))
+    within(sum(e["dur"] for _, _, e in decode) / 1000, sum(result["decode_step_ms"]), 0.05,
+           "decode spans against decode_step_ms (ms)")
+    run(bench_args(a, tl, js, "--timeline-detail", "phases"))
+    events = load(tl)
+    assert not spans(events, cat="layer"), "--timeline-detail phases recorded layers"
+    assert len(spans(events, cat="phase")) == 3 * 7, "phases: %d pass spans, expected 3 runs x 7" % len(
+        spans(events, cat="phase"))
+
+
+def serve_sim(a, work, name, *extra):
+    tl, js = os.path.join(work, name + ".json"), os.path.join(work, name + "-result.json")
+    run([a.pdlab, "serve-sim", "-m", "tiny", "--rate", "inf", "--num-requests", "5", "--prompt-len",
+         "uniform:8:40", "--output-len", "fixed:12", "--max-seqs", "3", "--threads", "1", "--quiet",
+         "--timeline-detail", "phases", "--json", js, "--timeline", tl] + list(extra))
+    with open(js) as f:
+        return load(tl), json.load(f)
+
+
+def case_serve_sim(a, work):
+    events, result = serve_sim(a, work, "s")
+    assert result["preemptions"] == 0, "this case wants no preemption"
+    assert len(spans(events, name="step", tid=1)) == result["steps"], "step spans against steps"
+    for i, r in enumerate(result["per_request"]):
+        tid = 10 + i
+        track = spans(events, name="request %d" % i, tid=tid)
+        assert len(track) == 1, "request %d: %d request spans" % (i, len(track))
+        start, end, e = track[0]
+        args, tokens = e["args"], r["token_s"]
+        assert args["output tokens"] == len(r["output_ids"]) == len(tokens), "request %d: output tokens" % i
+        assert args["finish reason"] == r["finish_reason"], "request %d: finish reason %s against %s" % (
+            i, args["finish reason"], r["finish_reason"])
+        ttft = (tokens[0] - r["arrival_s"]) * 1000
+        e2el = (tokens[-1] - r["arrival_s"]) * 1000
+        assert abs(args["ttft ms"] - ttft) < 1.0, "request %d: TTFT %.3f ms against %.3f" % (i, args["ttft ms"], ttft)
+        assert abs((end - start) / 1e6 - e2el) < 1.0, "request %d: span of %.3f ms against E2EL %.3f" % (
+            i, (end - start) / 1e6, e2el)
+        firsts = [x for x in events if x["ph"] == "i" and x["tid"] == tid and x["name"] == "first token"]
+        assert len(firsts) == 1, "request %d: %d first-token instants" % (i, len(firsts))
+        decode = spans(events, name="decode", tid=tid)
+        assert len(decode) == len(tokens) - 1, "request %d: %d decode spans for %d tokens" % (
+            i, len(decode), len(tokens))
+        for s in spans(events, tid=tid):
+            assert s[2] is e or inside(s, track), "request %d: %s outside its request span" % (i, s[2]["name"])
+
+
+def case_preempted(a, work):
+    events, result = serve_sim(a, work, "p", "--kv-blocks", "10", "--block-size", "8", "--ignore-eos")
+    assert result["preemptions"] > 0, "this case wants preemptions (got none)"
+    preempted = [e for e in events if e["ph"] == "X" and e["name"] == "preempted"]
+    assert len(preempted) == result["preemptions"], "%d preempted spans, serve-sim reports %d preemptions" % (
+        len(preempted), result["preemptions"])
+    used = [e["args"]["used"] for e in events if e["ph"] == "C" and e["name"] == "KV blocks"]
+    assert len(used) == result["steps"] and max(used) <= 10, "KV blocks counter: %d samples, max %s" % (
+        len(used), max(used, default=None))
+
+
+def case_bad_input(a, work):
+    missing = os.path.join(work, "no-such-folder", "t.json")
+    cases = [
+        ([a.pdlab, "generate", "--prompt-ids", "1,2", "-n", "2", "--timeline", missing], "cannot write"),
+        ([a.pdlab, "serve-sim", "--num-requests", "2", "--timeline", work], "cannot write"),
+        ([a.pdlab, "bench", "-P", "4", "-n", "2", "--device", "cuda", "--timeline", os.path.join(work, "c.json")],
+         "CUDA engine"),
+        ([a.pdlab, "bench", "-P", "4", "-n", "2", "--precision", "f32,bf16", "--timeline",
+          os.path.join(work, "l.json")], "one precision"),
+        ([a.pdlab, "generate", "--prompt-ids", "1,2", "--draft", "tiny-draft", "--timeline",
+          os.path.join(work, "d.json")], "--timeline"),
+        ([a.pdlab, "generate", "--prompt-ids", "1,2", "--timeline", os.path.join(work, "x.json"),
+          "--timeline-detail", "all"], "timeline-detail"),
+        # A run that fails after the file was opened removes it.
+        ([a.pdlab, "generate", "-m", "no-such-model", "--prompt-ids", "1,2", "--timeline",
+          os.path.join(work, "m.json")], "not found"),
+    ]
+    for cmd, word in cases:
+        err = run(cmd, expect=2)
+        assert word in err, "%s: stderr lacks %r: %s" % (" ".join(cmd[1:]), word, err)
+        assert len(err.strip().splitlines()) <= 2, "%s: more than one message: %s" % (" ".join(cmd[1:]), err)
+    for name in ("c.json", "l.json", "d.json", "x.json", "m.json"):
+        assert not os.path.exists(os.path.join(work, name)), "a refused or failed run left %s" % name
+
+
+def case_lab02(a, work):
+    tl = os.path.join(work, "lab02.json")
+    run([a.lab02, "--steps", "3", "--warmup", "1", "--repeats", "1", "--threads", "1", "--timeline", tl])
+    events = load(tl)
+    check_nesting(events, [])
+    # section 1: prefill + 2 decodes (+3 in generate()), section 2: 2 runs of 1 + 3,
+    # section 3: a warm-up and a run with the cache (1 + 3 each), one without (4 prefills)
+    assert len(spans(events, name="prefill")) == 1 + 1 + 2 + 2 + 4, "lab 02: prefill spans"
+    assert len(spans(events, name="decode")) == 2 + 2 + 2 * 3 + 2 * 3, "lab 02: decode spans"
+
+
+def case_lab06(a, work):
+    tl = os.path.join(work, "lab06.json")
+    run([a.lab06, "--model", "tiny", "--rates", "50", "--num-requests", "3", "--output-len", "fixed:4", "--quiet",
+         "--no-plot", "--threads", "1", "--out", os.path.join(work, "lab06"), "--timeline-detail", "phases",
+         "--timeline", tl])
+    events = load(tl)
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    replays = sorted(n for n in processes.values() if "batching" in n)
+    assert replays == ["continuous batching, 50 req/s", "static batching, 50 req/s"], "processes %s" % processes
+    for pid, name in processes.items():
+        if "batching" in name:
+            requests = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["cat"] == "request"
+                        and e["name"].startswith("request ")]
+            assert len(requests) == 3, "%s: %d request spans" % (name, len(requests))
+
+
+CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
+         ("preempted", case_preempted), ("bad_input", case_bad_input), ("lab02", case_lab02),
+         ("lab06", case_lab06)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pdlab", required=True)
+    ap.add_argument("--lab02", help="lab 02's program (its case is skipped without it)")
+    ap.add_argument("--lab06", help="lab 06's program (its case is skipped without it)")
+    ap.add_argument("--only", help="comma list of case names or globs")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(n for n, _ in CASES))
+        return 0
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as work:
+        for name, case in CASES:
+            if a.only and not any(fnmatch.fnmatch(name, p) for p in a.only.split(",")):
+                continue
+            if name in ("lab02", "lab06") and not getattr(a, name):
+                print("SKIP %s (no --%s)" % (name, name))
+                continue
+            try:
+                case(a, work)
+                print("ok   %s" % name)
+                passed += 1
+            except AssertionError as e:
+                print("FAIL %s: %s" % (name, e))
+                failed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
