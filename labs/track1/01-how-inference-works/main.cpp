@@ -86,7 +86,7 @@ void embedding(const Lab& L) {
     const float* row = L.m.w.tok_emb.data() + std::size_t(L.ids[0]) * c.dim;
     std::printf("   x[0, :6] (the row of id %d) = [%.4f, %.4f, %.4f, %.4f, %.4f, %.4f, ...]\n", L.ids[0], row[0],
                 row[1], row[2], row[3], row[4], row[5]);
-    std::printf("   %s\n\n", c.family == Family::llama
+    std::printf("   %s\n\n", c.traits().positions == Positions::rotary
                                  ? "Llama adds no position vector here: it rotates q and k by their position "
                                    "(rotary embedding) inside every layer."
                                  : "GPT-2 adds a learned position row: x[i] += pos_emb[i].");
@@ -120,7 +120,7 @@ Forward run_forward(const Lab& L) {
 void print_layer_shapes(const Lab& L) {
     const Config& c = L.c;
     const int P = L.P, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim, D = c.head_dim;
-    const bool llama = c.family == Family::llama;
+    const FamilyTraits& t = c.traits();
     std::printf("3. One transformer layer, shape by shape (all %d layers have the same shapes; sections 3-4\n"
                 "   run the engine's CPU copy of the model, host_model(), to look inside it)\n", c.n_layers);
     struct Row {
@@ -128,7 +128,7 @@ void print_layer_shapes(const Lab& L) {
     };
     std::vector<Row> rows = {
         {"x, the residual stream", "[P, dim]", shape({P, c.dim})},
-        {std::string(llama ? "RMSNorm" : "LayerNorm") + "(x)", "[P, dim]", shape({P, c.dim})},
+        {std::string(t.norm == Norm::rmsnorm ? "RMSNorm" : "LayerNorm") + "(x)", "[P, dim]", shape({P, c.dim})},
         {"qkv = norm(x) @ W_qkv^T", "[P, q_dim + 2 kv_dim]", fmt::format("[{}, {} + 2*{} = {}]", P, Q, KV, Q + 2 * KV)},
         {"q, split into heads", "[P, n_heads, head_dim]", shape({P, c.n_heads, D})},
         {"k and v, split into heads", "[P, H_kv, head_dim]", shape({P, c.n_kv_heads, D})},
@@ -136,13 +136,13 @@ void print_layer_shapes(const Lab& L) {
         {"scores q.k/sqrt(D), per query head", "[P, P], causal", fmt::format("{} heads x {}", c.n_heads, shape({P, P}))},
         {"attention output, heads joined", "[P, q_dim]", shape({P, Q})},
         {"x += att @ W_o^T", "[P, dim]", shape({P, c.dim})},
-        {llama ? "MLP hidden silu(gate)*up" : "MLP hidden gelu(fc)", "[P, ffn]", shape({P, F})},
+        {t.mlp == Mlp::swiglu ? "MLP hidden silu(gate)*up" : "MLP hidden gelu(fc)", "[P, ffn]", shape({P, F})},
         {"x += hidden @ W_down^T", "[P, dim]", shape({P, c.dim})},
         {"after the last layer: norm, head", "[P, vocab]", shape({P, c.vocab_size})},
     };
     std::printf("   %-36s %-24s %s\n", "step", "shape", "here");
     for (auto& r : rows) std::printf("   %-36s %-24s %s\n", r.what.c_str(), r.symbolic.c_str(), r.here.c_str());
-    if (llama) std::printf("   (Llama's MLP first makes gate and up side by side: [P, 2 ffn] = %s)\n",
+    if (t.mlp == Mlp::swiglu) std::printf("   (Llama's MLP first makes gate and up side by side: [P, 2 ffn] = %s)\n",
                            shape({P, 2 * F}).c_str());
 }
 

@@ -109,7 +109,7 @@ struct StepMatrices {
 };
 
 StepMatrices make_step(const Config& c) {
-    const int D = c.dim, F = c.hidden_dim, mlp_in = c.family == Family::llama ? 2 * F : F;
+    const int D = c.dim, F = c.hidden_dim, mlp_in = c.mlp_in_rows();
     std::vector<std::pair<int, int>> layer = {{c.q_dim() + 2 * c.kv_dim(), D}, {D, c.q_dim()}, {mlp_in, D}, {D, F}};
     StepMatrices s;
     for (int l = 0; l < c.n_layers; l++) s.shape.insert(s.shape.end(), layer.begin(), layer.end());
@@ -251,11 +251,18 @@ Matvec pick_kernel(const std::string& name, const std::string& fastest = "simd")
     fail("--kernel {}: use fastest, naive, unrolled, threads or simd", name);
 }
 
-// decode_step() is Llama's forward in f32: refuse other models before [1] and [2] run.
+// decode_step() is the f32 forward of Llama's skeleton (RMSNorm, rotary, SwiGLU,
+// no biases): refuse any model it would get wrong before [1] and [2] run, a
+// Qwen2 checkpoint (Llama's skeleton with q/k/v biases) among them.
 void check_decodable(const Options& o, const Model& m) {
-    if (m.config.family != Family::llama || m.precision != Precision::f32)
-        fail("[3] runs f32 Llama-family models (tiny, synthetic:bench-llama-125m); {} is {} {}: pass --model tiny "
-             "--precision f32", o.lab.model, family_name(m.config.family), precision_name(m.precision));
+    const Config& c = m.config;
+    const FamilyTraits& t = c.traits();
+    const bool llama_skeleton = t.norm == Norm::rmsnorm && t.mlp == Mlp::swiglu && t.positions == Positions::rotary &&
+                                !t.linear_bias && !c.qkv_bias;
+    if (!llama_skeleton || m.precision != Precision::f32)
+        fail("[3] runs f32 models of Llama's skeleton without biases (tiny, synthetic:bench-llama-125m); {} is {} {}{}: "
+             "pass --model tiny --precision f32", o.lab.model, family_name(c.family), precision_name(m.precision),
+             c.qkv_bias ? " with q/k/v biases" : "");
 }
 
 json plugged_decode(const Options& o, const Model& m, const std::string& fastest, bool& same) {
