@@ -248,8 +248,12 @@ def main():
         for name in a.skip:
             shutil.rmtree(subs / name)
         out = tmp / "grades"
+        # --timeout 30: membomb's checks fork and touch their children's memory before the
+        # check's own work; at a load average of 4 and more (CI's two cores, other tests
+        # beside it) its lab-program check ran past 10 s and lost points it must keep.
+        # No student here loops forever, so the limit costs time only when checks are slow.
         cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", lab.name.split("-")[0], "--kit", str(kit),
-               "--out", str(out), "--work", str(sandbox_work(a.work)), "--timeout", "10", "--mem-mb", "512",
+               "--out", str(out), "--work", str(sandbox_work(a.work)), "--timeout", "30", "--mem-mb", "512",
                "--jobs", "2", "--threads", "1", "--seed", "12345"]
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
