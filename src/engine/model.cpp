@@ -294,7 +294,7 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
     check_decode(c, room(cache), slots, tokens);
     const int rows = int(tokens.size());
     span.arg("rows", rows);
-    span.arg("position", cache.seq_len[slots[0]]);
+    span.arg("row 0 position", cache.seq_len[slots[0]]);
     if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
     st.keep_rows.clear();
     for (int r = 0; r < rows; r++) {
