@@ -14,7 +14,8 @@ Students:
 
 Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
-(meson: skipped), never a pass; so too without the lab's solution and rubric.
+(meson: skipped), never a pass; so too without the lab's solution and rubric,
+and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
 """
 import argparse
 import csv
@@ -29,7 +30,7 @@ from pathlib import Path
 import forgers
 from grade_fake_class import fail, pick_lab
 from grade_hostile_class import STATIC_INIT
-from sandbox_work import sandbox_work
+from sandbox_work import sandbox_work, skip_without_sandbox
 
 # lab -> the mistake: the solution's lines, what the student wrote instead,
 # and the rubric checks whose tests catch it (every other check must not).
@@ -126,6 +127,7 @@ def main():
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        skip_without_sandbox(p.stdout)
         print(p.stdout[-6000:])
         print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
         if p.returncode != 0:
