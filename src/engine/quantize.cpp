@@ -15,10 +15,11 @@ float quantize_group(const float* w, int n, std::int8_t* q, int max_q) {
         // round(w / scale), the formula lab 12 teaches, and not w * (1 / scale):
         // the two differ in the last bit for some w, which rounds a near-tie the
         // other way (lab 12's solution did not match on bench-llama-125m's first
-        // MLP matrix), and a student's quantizer must match this one exactly. Weights are quantized
-        // once, at load, so the division costs nothing that matters. An all-zero
-        // group: scale 0 and q = 0 stand for it exactly (no 0/0). w / scale can
-        // land a hair past max_q for the largest |w|: clamp.
+        // MLP matrix), and a student's quantizer must match this one exactly.
+        // Weights are quantized once, at load, so the division costs nothing
+        // that matters. An all-zero group: scale 0 and q = 0 stand for it
+        // exactly (no 0/0). w / scale can land a hair past max_q for the
+        // largest |w|: clamp.
         const float r = scale > 0 ? std::nearbyint(w[i] / scale) : 0.0f;
         q[i] = std::int8_t(std::clamp(r, -float(max_q), float(max_q)));
     }

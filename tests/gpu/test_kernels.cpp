@@ -73,16 +73,19 @@ void add_residual(std::vector<float>& ref, const std::vector<float>& y0) {
 
 // An int8 matrix W (N, K) on the device as cuda_engine.cpp uploads it:
 // quantize_rows' values and scales for the GEMV, and the same weights
-// dequantized to bf16 for cuBLAS.
+// dequantized to bf16 for cuBLAS (w16: that copy on the host too, the
+// twin of what cuBLAS reads).
 struct DeviceInt8 {
     DeviceBuffer<std::int8_t> q;
     DeviceBuffer<float> scales;
+    Bf16Copy w16;
     DeviceBuffer<std::uint16_t> w;
     gpu::DeviceLinear L;
 };
 DeviceInt8 device_int8(const std::vector<float>& W, int K, int N, int G, const float* bias) {
     const QuantizedMatrix qm = quantize_rows(W.data(), N, K, G);
-    DeviceInt8 d{dev(qm.q), dev(qm.scales), dev(bf16_copy(dequantize_rows(qm)).bits), {}};
+    Bf16Copy w16 = bf16_copy(dequantize_rows(qm));
+    DeviceInt8 d{dev(qm.q), dev(qm.scales), w16, dev(w16.bits), {}};
     d.L.in = K, d.L.out = N, d.L.bf16 = true, d.L.w = d.w.data(), d.L.bias = bias;
     d.L.q = d.q.data(), d.L.scales = d.scales.data(), d.L.group = G;
     return d;
@@ -408,8 +411,7 @@ TEST_CASE("gpu.kernels.linear_swiglu") {
                 if (int8_gemv) {
                     linear_forward(make_linear(W, {}, K, N, p), x.values.data(), M, gate_up.data());
                 } else {
-                    const std::vector<float> w = int8 ? bf16_copy(dequantize_rows(quantize_rows(W.data(), N, K, group_size(p)))).values
-                                                      : W16.values;
+                    const std::vector<float>& w = int8 ? d8.w16.values : W16.values;
                     ref::linear(gate_up.data(), x.values.data(), w.data(), nullptr, M, K, N);
                 }
                 swiglu(ref.data(), gate_up.data(), M, F);

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sandbox_work import closed_folder, sandbox_work
+from sandbox_work import closed_folder, sandbox_refusal, sandbox_work
 
 
 def run(cmd):
@@ -20,8 +20,9 @@ def run(cmd):
     return p.returncode, p.stdout
 
 
-def expect(cmd, rc, text):
-    got_rc, out = run(cmd)
+def expect(cmd, rc, text, ran=None):
+    """cmd (or `ran`, its (exit, output) when it has run already) must exit rc and print text."""
+    got_rc, out = ran or run(cmd)
     print("$", " ".join(cmd[1:]), "->", got_rc, "|", out.strip().splitlines()[-1] if out.strip() else "")
     if got_rc != rc or text not in out:
         print(f"FAIL: expected exit {rc} and \"{text}\", got exit {got_rc}:\n{out}", file=sys.stderr)
@@ -60,12 +61,13 @@ def main():
         expect(g + [str(tmp / "class"), "--lab", "03", "--kit", str(tmp)], 2, "not the lab kit")
         if os.geteuid() == 0:  # root runs sandboxes as --sandbox-uid, which cannot enter tmp (0700)
             work_check = g + [str(tmp / "class"), "--lab", "03", "--work", str(tmp / "work")]
-            if "bwrap cannot make a sandbox here" in run(work_check)[1]:
+            ran = run(work_check)
+            if sandbox_refusal(ran[1]):
                 # A chroot, or a kernel without unprivileged user namespaces: the grader refuses
                 # before it looks at --work (it grades nothing without a sandbox).
                 print("note: bwrap cannot make a sandbox here: the --work check is not reached")
             else:
-                expect(work_check, 2, "cannot pass through")
+                expect(work_check, 2, "cannot pass through", ran)
             # ... so the grader tests (grade_fake_class, grade_hostile_class) swap such a --work for
             # a folder of their own the sandbox can reach (a clone under a mode-700 folder, issue 36)
             stand_in = sandbox_work(tmp / "kit" / "build" / "grade-work")

@@ -42,12 +42,18 @@ def sandbox_work(work):
     return home
 
 
+def sandbox_refusal(grader_output):
+    """pdlab-grade's line saying bwrap cannot make a sandbox on this machine (a chroot, or a
+    container or kernel without unprivileged user namespaces), or None."""
+    return next((line for line in grader_output.splitlines() if "bwrap cannot make a sandbox here" in line),
+                None)
+
+
 def skip_without_sandbox(grader_output):
-    """Exit 77 (meson: skipped) when pdlab-grade refused because bwrap cannot make a sandbox on
-    this machine: a chroot, or a container or kernel without unprivileged user namespaces. The
-    grader did what it must there (it grades student code only in a sandbox); these tests have
-    nothing to grade with."""
-    for line in grader_output.splitlines():
-        if "bwrap cannot make a sandbox here" in line:
-            print(f"SKIP: the grader cannot sandbox on this machine, so nothing is graded here:\n  {line}")
-            sys.exit(77)
+    """Exit 77 (meson: skipped) when pdlab-grade refused for want of a sandbox. The grader did
+    what it must there (it grades student code only in a sandbox); these tests have nothing to
+    grade with."""
+    line = sandbox_refusal(grader_output)
+    if line:
+        print(f"SKIP: the grader cannot sandbox on this machine, so nothing is graded here:\n  {line}")
+        sys.exit(77)
