@@ -19,6 +19,12 @@ On the bundled tiny model, a few passes each (about 5 s in all):
               "first token", its decode spans; one step span per step
   preempted   a KV pool too small for the batch: the "preempted" spans number
               the preemptions serve-sim reports, counters stay within the pool
+  serve       pdlab serve (continuous batching), 3 concurrent requests, then
+              SIGTERM: the file is written at the stop; each request's track
+              against the response's usage (output tokens, finish reason), one
+              "first token", n-1 decode spans; every engine pass inside a step
+  serve_serial  --batching serial: one prefill and n-1 decodes per request
+              on the engine's track
   bad_input   exit 2 and one message for a folder that does not exist, a
               folder as the file, --device cuda, bench's precision list,
               --draft; nothing is written for a refused option, and a run
@@ -33,9 +39,12 @@ import argparse
 import fnmatch
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import urllib.request
 
 PARTS = {"product", "attention", "other"}
 
@@ -191,11 +200,73 @@ def case_preempted(a, work):
         len(used), max(used, default=None))
 
 
+def serve_three(a, tl, *extra):
+    """Starts pdlab serve, sends 3 requests at once (8 tokens each), stops it
+    with SIGTERM; returns the timeline's events and the 3 responses."""
+    cmd = [a.pdlab, "serve", "-m", "tiny", "--port", "0", "--threads", "1", "--timeline", tl] + list(extra)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert "listening on http://" in line, "pdlab serve did not start: %r %s" % (line, p.stderr.read())
+        url = line.split("listening on ")[1].split()[0] + "/v1/completions"
+        out = [None] * 3
+
+        def post(i):
+            body = json.dumps({"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}).encode()
+            req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=60) as r:
+                out[i] = json.load(r)
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, "pdlab serve exit %d: %s" % (p.returncode, err)
+    assert "timeline:" in err, "no timeline message at the stop: %s" % err
+    assert all(out), "a request got no response"
+    return load(tl), out
+
+
+def case_serve(a, work):
+    events, responses = serve_three(a, os.path.join(work, "serve.json"))
+    requests = spans(events, cat="request")
+    tracks = [r for r in requests if r[2]["name"].startswith("request ")]
+    assert len(tracks) == 3, "%d request spans for 3 requests" % len(tracks)
+    for r in responses:  # every response asked for 8 tokens of the same prompt
+        assert r["usage"]["completion_tokens"] == 8 and r["choices"][0]["finish_reason"] == "length", r
+    for start, end, e in tracks:
+        tid = e["tid"]
+        assert e["args"]["output tokens"] == 8 and e["args"]["finish reason"] == "length", e["args"]
+        firsts = [x for x in events if x["ph"] == "i" and x["tid"] == tid and x["name"] == "first token"]
+        assert len(firsts) == 1, "%s: %d first-token instants" % (e["name"], len(firsts))
+        assert len(spans(events, name="decode", tid=tid)) == 7, "%s: decode spans" % e["name"]
+        for s in spans(events, tid=tid):
+            assert s[2] is e or inside(s, [(start, end, e)]), "%s: %s outside its span" % (e["name"], s[2]["name"])
+    steps = spans(events, name="step", tid=1)
+    passes = spans(events, name="batch step", tid=1)
+    assert steps and len(passes) == len(steps), "%d engine passes in %d steps" % (len(passes), len(steps))
+    for s in passes:
+        assert inside(s, steps), "an engine pass outside every scheduler step"
+    check_nesting(events, ["scheduler"])
+
+
+def case_serve_serial(a, work):
+    events, _ = serve_three(a, os.path.join(work, "serial.json"), "--batching", "serial")
+    assert len(spans(events, name="prefill", tid=1)) == 3, "serial: prefill spans"
+    assert len(spans(events, name="decode", tid=1)) == 3 * 7, "serial: decode spans"
+
+
 def case_bad_input(a, work):
     missing = os.path.join(work, "no-such-folder", "t.json")
     cases = [
         ([a.pdlab, "generate", "--prompt-ids", "1,2", "-n", "2", "--timeline", missing], "cannot write"),
         ([a.pdlab, "serve-sim", "--num-requests", "2", "--timeline", work], "cannot write"),
+        ([a.pdlab, "serve", "--port", "0", "--timeline", missing], "cannot write"),
         ([a.pdlab, "bench", "-P", "4", "-n", "2", "--device", "cuda", "--timeline", os.path.join(work, "c.json")],
          "CUDA engine"),
         ([a.pdlab, "bench", "-P", "4", "-n", "2", "--precision", "f32,bf16", "--timeline",
@@ -244,7 +315,7 @@ def case_lab06(a, work):
 
 
 CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
-         ("preempted", case_preempted), ("bad_input", case_bad_input), ("lab02", case_lab02),
+         ("preempted", case_preempted), ("serve", case_serve), ("serve_serial", case_serve_serial), ("bad_input", case_bad_input), ("lab02", case_lab02),
          ("lab06", case_lab06)]
 
 
