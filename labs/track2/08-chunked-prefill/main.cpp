@@ -51,7 +51,7 @@ constexpr const char* kDefaultModel =
 
 // The automatic ITL target: this many decode-only steps (the streams' median
 // gap before the prompt arrives, measured in the run of the first budget).
-constexpr double kAutoTargetSteps = 4;
+constexpr double kAutoTargetSteps = 8;
 
 struct Options {
     cli::CommonOptions lab;
@@ -142,6 +142,10 @@ struct Row {
     Budget budget;
     double p50_itl_ms = 0, p99_itl_ms = 0, max_stall_ms = 0, ttft_ms = 0, output_throughput = 0, duration_s = 0;
     double p50_decode_ms = 0;     // the streams' median gap before the prompt arrived
+    // Fixed budgets: the first and the last step that ran a chunk filling the
+    // whole budget (same tokens, so the same line says the same time), ms.
+    double first_full_chunk_ms = 0, last_full_chunk_ms = 0;
+    int full_chunks = 0;
     std::vector<int> slo_budgets;  // "slo": the budgets picked while the prompt went through
     long long steps = 0;
     std::vector<std::vector<int>> ids;  // (requests) the tokens each got
@@ -174,9 +178,15 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     std::vector<double> step_end;  // when each step returned
     for (long long k = 0; !s.idle() || k <= o.arrive_after; k++) {
         if (k == o.arrive_after) s.add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
+        const double began = now();
         const auto events = s.step();
         const double at = now();
         step_end.push_back(at);
+        const serve::StepCounts& c = s.last_step();
+        if (!b.slo && c.prefill_items > 0 && c.decode_rows + c.prefill_tokens == b.tokens) {
+            if (row.full_chunks++ == 0) row.first_full_chunk_ms = (at - began) * 1e3;
+            row.last_full_chunk_ms = (at - began) * 1e3;
+        }
         for (const auto& e : events) {
             t[std::size_t(e.request)].token_s.push_back(at);
             row.ids[std::size_t(e.request)].push_back(e.token);
@@ -232,6 +242,8 @@ Row median_row(const std::vector<Row>& runs) {
     r.ttft_ms = med(&Row::ttft_ms);
     r.output_throughput = med(&Row::output_throughput);
     r.duration_s = med(&Row::duration_s);
+    r.first_full_chunk_ms = med(&Row::first_full_chunk_ms);
+    r.last_full_chunk_ms = med(&Row::last_full_chunk_ms);
     return r;
 }
 
@@ -268,8 +280,26 @@ void print_slo(const std::vector<Row>& rows, double target_ms, json& j) {
                     "throughput x%.2f of it\n", best->budget.label.c_str(), best->p99_itl_ms,
                     slo.ttft_ms / best->ttft_ms, slo.output_throughput / best->output_throughput);
     else std::printf("  no fixed budget of the sweep held it\n");
+    if (slo.p99_itl_ms > target_ms)
+        std::printf("  (a line in tokens cannot see a chunk's prefix: compare the late steps above with the early "
+                    "ones; question 5)\n");
     j["slo"] = {{"target_ms", target_ms}, {"held", slo.p99_itl_ms <= target_ms},
                 {"best_fixed", best ? json(best->budget.label) : json(nullptr)}};
+}
+
+// The same step late in the prompt against early: a chunk also attends to
+// every position of the prompt before it, which a line in tokens cannot see.
+void print_chunk_growth(const std::vector<Row>& rows) {
+    bool header = false;
+    for (const Row& r : rows) {
+        if (r.full_chunks < 3) continue;  // too few chunks to compare a start with an end
+        if (!header) std::printf("  the same full step, early in the prompt and late (each chunk attends to the "
+                                 "prompt before it):\n");
+        header = true;
+        std::printf("    budget %-5s %3d full steps: first %.1f ms, last %.1f ms (x%.2f)\n", r.budget.label.c_str(),
+                    r.full_chunks, r.first_full_chunk_ms, r.last_full_chunk_ms,
+                    r.last_full_chunk_ms / r.first_full_chunk_ms);
+    }
 }
 
 void print_row(const Row& r, const Row& unchunked) {
@@ -313,7 +343,7 @@ void check_options(const Options& o, int context) {
     if (o.prompt_len + o.newcomer_tokens > context)
         fail("--prompt-len {} + --newcomer-tokens {} do not fit the model's context of {} positions", o.prompt_len,
              o.newcomer_tokens, context);
-    if (!std::isfinite(o.slo_ms)) fail("--slo-ms {}: give the target in ms (0: 4 decode steps, measured)", o.slo_ms);
+    if (!std::isfinite(o.slo_ms)) fail("--slo-ms {}: give the target in ms (0: 8 decode steps, measured)", o.slo_ms);
     if (o.slo_ms == 0 && o.arrive_after < 2)
         fail("--slo-ms 0 takes the target from the streams' decode steps before the prompt arrives: give "
              "--arrive-after 2 or more, or a target in ms with --slo-ms");
@@ -356,6 +386,7 @@ int run(Options& o) {
     }
     std::printf("  %s\n", same ? "every row gave every request the same tokens (ok)"
                                : "TOKENS DIFFER between rows (check failed): a chunk skipped or fed twice?");
+    print_chunk_growth(rows);
     json j;
     print_slo(rows, target_ms, j);
     j["model"] = o.lab.model;
@@ -406,7 +437,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1 << 20))->capture_default_str();
     app.add_option("--arrive-after", o.arrive_after, "steps the streams run before the prompt arrives")
         ->check(CLI::Range(0, 1 << 20))->capture_default_str();
-    app.add_option("--slo-ms", o.slo_ms, "the p99 ITL target of your controller (the row \"slo\"); 0: 4 decode steps, "
+    app.add_option("--slo-ms", o.slo_ms, "the p99 ITL target of your controller (the row \"slo\"); 0: 8 decode steps, "
                    "measured in the first run")->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--repeats", o.repeats, "runs of every budget; the table shows medians")
         ->check(CLI::Range(1, 100))->capture_default_str();
