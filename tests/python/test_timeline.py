@@ -2,7 +2,7 @@
 """--timeline FILE: the Chrome trace pdlab and the lab programs write (issue 35).
 
     /usr/bin/python3 tests/python/test_timeline.py --pdlab build/src/pdlab/pdlab \
-        [--lab02 PROGRAM --lab06 PROGRAM]
+        [--lab02 PROGRAM --lab06 PROGRAM --lab08 PROGRAM]
 
 On the bundled tiny model, a few passes each (about 5 s in all):
 
@@ -31,6 +31,10 @@ On the bundled tiny model, a few passes each (about 5 s in all):
               that fails after opening the file removes it
   lab02       (with --lab02) prefill and decode spans of every section
   lab06       (with --lab06) one process per replay, each with its requests
+  lab08       (with --lab08) one process per run (each budget, the
+              controller), each with its requests; no step of a fixed budget
+              runs more tokens than the budget, and the long prompt's chunks
+              add up to its length
 
 No torch needed. Ends with "N passed, M failed".
 """
@@ -314,9 +318,33 @@ def case_lab06(a, work):
             assert len(requests) == 3, "%s: %d request spans" % (name, len(requests))
 
 
+def case_lab08(a, work):
+    tl = os.path.join(work, "lab08.json")
+    run([a.lab08, "--model", "tiny", "--threads", "1", "--budgets", "16,64", "--streams", "2", "--prompt-len", "300",
+         "--quiet", "--no-plot", "--out", os.path.join(work, "lab08"), "--timeline-detail", "phases",
+         "--timeline", tl])
+    events = load(tl)
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    runs = sorted(n for n in processes.values() if "repeat" in n)
+    assert runs == ["budget 16, repeat 1", "budget 64, repeat 1", "your controller, repeat 1"], "processes %s" % processes
+    for pid, name in processes.items():
+        if "repeat" not in name:
+            continue
+        requests = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"].startswith("request ")]
+        assert len(requests) == 3, "%s: %d request spans" % (name, len(requests))
+        chunks = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["tid"] == 10 + 2
+                  and e["name"] == "prefill"]
+        assert sum(c["args"]["tokens"] for c in chunks) == 300, "%s: the long prompt's chunks" % name
+        if name.startswith("budget "):
+            budget = int(name.split()[1].rstrip(","))
+            for step in (e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "step"):
+                n = step["args"]["decode rows"] + step["args"]["prefill tokens"]
+                assert n <= budget, "%s: a step of %d tokens" % (name, n)
+
+
 CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
          ("preempted", case_preempted), ("serve", case_serve), ("serve_serial", case_serve_serial), ("bad_input", case_bad_input), ("lab02", case_lab02),
-         ("lab06", case_lab06)]
+         ("lab06", case_lab06), ("lab08", case_lab08)]
 
 
 def main():
@@ -324,6 +352,7 @@ def main():
     ap.add_argument("--pdlab", required=True)
     ap.add_argument("--lab02", help="lab 02's program (its case is skipped without it)")
     ap.add_argument("--lab06", help="lab 06's program (its case is skipped without it)")
+    ap.add_argument("--lab08", help="lab 08's program (its case is skipped without it)")
     ap.add_argument("--only", help="comma list of case names or globs")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
@@ -335,7 +364,7 @@ def main():
         for name, case in CASES:
             if a.only and not any(fnmatch.fnmatch(name, p) for p in a.only.split(",")):
                 continue
-            if name in ("lab02", "lab06") and not getattr(a, name):
+            if name in ("lab02", "lab06", "lab08") and not getattr(a, name):
                 print("SKIP %s (no --%s)" % (name, name))
                 continue
             try:

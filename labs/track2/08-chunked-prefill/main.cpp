@@ -36,6 +36,8 @@
 #include "serve/paged_serving_engine.hpp"
 #include "serve/request_metrics.hpp"
 #include "serve/scheduler.hpp"
+#include "serve/scheduler_timeline.hpp"
+#include "timeline_option.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -62,6 +64,7 @@ struct Options {
     std::uint64_t seed = 1;
     std::string out = "lab08-results";
     bool no_plot = false, quiet = false;
+    cli::TimelineOptions timeline;
 };
 
 // One row of the sweep; "unchunked" is 0 tokens until the model's context is
@@ -142,8 +145,8 @@ struct Row {
     Budget budget;
     double p50_itl_ms = 0, p99_itl_ms = 0, max_stall_ms = 0, ttft_ms = 0, output_throughput = 0, duration_s = 0;
     double p50_decode_ms = 0;     // the streams' median gap before the prompt arrived
-    // Fixed budgets: the first and the last step that ran a chunk filling the
-    // whole budget (same tokens, so the same line says the same time), ms.
+    // Fixed budgets: the first and the last step that ran a chunk of the long
+    // prompt filling the whole budget (same tokens, so the same line says the same time), ms.
     double first_full_chunk_ms = 0, last_full_chunk_ms = 0;
     int full_chunks = 0;
     std::vector<int> slo_budgets;  // "slo": the budgets picked while the prompt went through
@@ -153,9 +156,15 @@ struct Row {
 
 using Clock = std::chrono::steady_clock;
 
+// A run's process on the timeline: "budget 64, repeat 1", "your controller, repeat 1".
+std::string run_name(const Budget& b, int repeat) {
+    return b.slo ? fmt::format("your controller, repeat {}", repeat + 1)
+                 : fmt::format("budget {}, repeat {}", b.label, repeat + 1);
+}
+
 // One run at one budget: every request's token times, then the metrics.
 Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, const Workload& w, const Budget& b,
-               double target_ms) {
+               double target_ms, int repeat) {
     const int context = model->config.max_seq_len;
     serve::PagedOptions po;
     po.block_size = 16;
@@ -174,16 +183,27 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     Row row;
     row.budget = b;
     row.ids.resize(std::size_t(n));
-    for (const auto& r : w.streams) s.add(r);
+    // On a timeline, each run is a process of its own, named by its budget and repeat.
+    std::unique_ptr<serve::SchedulerTimeline> timeline;
+    Timeline* tl = active_timeline();
+    if (tl) timeline = std::make_unique<serve::SchedulerTimeline>(*tl, run_name(b, repeat));
+    auto add = [&](const serve::Request& r) {
+        s.add(r);
+        if (timeline) timeline->add_request(r.id, int(r.prompt.size()), tl->now_ns());
+    };
+    for (const auto& r : w.streams) add(r);
     std::vector<double> step_end;  // when each step returned
     for (long long k = 0; !s.idle() || k <= o.arrive_after; k++) {
-        if (k == o.arrive_after) s.add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
+        if (k == o.arrive_after) add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
         const double began = now();
+        if (timeline) timeline->step_begins();
         const auto events = s.step();
         const double at = now();
+        if (timeline) timeline->step_ends(s, events);
         step_end.push_back(at);
         const serve::StepCounts& c = s.last_step();
-        if (!b.slo && c.prefill_items > 0 && c.decode_rows + c.prefill_tokens == b.tokens) {
+        // (Only the long prompt's chunks: the streams' own prompts may fill the first step.)
+        if (!b.slo && k >= o.arrive_after && c.prefill_items > 0 && c.decode_rows + c.prefill_tokens == b.tokens) {
             if (row.full_chunks++ == 0) row.first_full_chunk_ms = (at - began) * 1e3;
             row.last_full_chunk_ms = (at - began) * 1e3;
         }
@@ -317,7 +337,7 @@ std::vector<Row> sweep(const std::shared_ptr<const Model>& model, const Options&
     std::vector<std::vector<Row>> runs(budgets.size());
     for (int rep = 0; rep < o.repeats; rep++)
         for (std::size_t i = 0; i < budgets.size(); i++) {
-            runs[i].push_back(run_budget(model, o, w, budgets[i], target_ms));
+            runs[i].push_back(run_budget(model, o, w, budgets[i], target_ms, rep));
             if (target_ms == 0) target_ms = kAutoTargetSteps * runs[i].back().p50_decode_ms;
             if (!o.quiet)
                 std::fprintf(stderr, "  repeat %d/%d, budget %s: %lld steps, %.1f s\n", rep + 1, o.repeats,
@@ -357,6 +377,7 @@ int run(Options& o) {
     if (o.lab.device != "cpu")
         fail("--device {}: this lab runs the paged engine, which runs on the CPU only", o.lab.device);
     try_exercise();
+    const auto timeline = cli::open_timeline(o.timeline, o.lab.device, "lab 08");
     cli::Session s = cli::load_session(o.lab);
     const auto& model = s.loaded.model;
     const int context = model->config.max_seq_len;
@@ -395,6 +416,7 @@ int run(Options& o) {
     for (const Row& r : rows) j["budgets"].push_back(row_json(r));
     j["budgets_swept"] = o.budgets;
     j["same_tokens"] = same;
+    cli::finish_timeline(timeline.get(), o.timeline.path);
     write_csv(o.out, rows);
     lab::write_lab_json(o.lab, j);
     lab::draw_plot("labs/track2/08-chunked-prefill", o.out, o.no_plot,
@@ -445,5 +467,9 @@ int main(int argc, char** argv) {
     app.add_option("--out,-o", o.out, "folder for budgets.csv and the plot")->capture_default_str();
     app.add_flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
     app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
+    cli::add_timeline(&app, o.timeline,
+                      "One process per run (each budget, then your controller, each repeat): its scheduler's "
+                      "steps with the batch as args, one track per request (queued, prefill chunks, decode), "
+                      "counters of KV blocks and requests. --timeline-detail phases keeps it small.");
     return lab::run_lab(app, argc, argv, [&] { return run(o); });
 }
