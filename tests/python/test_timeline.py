@@ -2,7 +2,7 @@
 """--timeline FILE: the Chrome trace pdlab and the lab programs write (issue 35).
 
     /usr/bin/python3 tests/python/test_timeline.py --pdlab build/src/pdlab/pdlab \
-        [--lab02 PROGRAM --lab06 PROGRAM --lab08 PROGRAM]
+        [--lab02 PROGRAM --lab06 PROGRAM --lab08 PROGRAM --lab09 PROGRAM]
 
 On the bundled tiny model, a few passes each (about 5 s in all):
 
@@ -31,6 +31,12 @@ On the bundled tiny model, a few passes each (about 5 s in all):
               that fails after opening the file removes it
   lab02       (with --lab02) prefill and decode spans of every section
   lab06       (with --lab06) one process per replay, each with its requests
+  lab09       (with --lab09, where mpirun is installed) the colocated replay
+              and the disaggregated run as two processes; every request of the
+              latter queued, prefilled, waiting for its KV, then decoding, one
+              token instant per output token; the prefill rank's track holds
+              one span per request, never two at once; the decode rank's
+              counter never below 0 and back to 0 at the end
   lab08       (with --lab08) one process per run (each budget, the
               controller), each with its requests; no step of a fixed budget
               runs more tokens than the budget, and the long prompt's chunks
@@ -342,9 +348,54 @@ def case_lab08(a, work):
                 assert n <= budget, "%s: a step of %d tokens" % (name, n)
 
 
+def case_lab09(a, work):
+    import shutil
+    if not shutil.which("mpirun"):
+        print("skip lab09: no mpirun")
+        return
+    tl = os.path.join(work, "lab09.json")
+    mpirun_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "labs", "track2",
+                             "09-disaggregation", "mpirun.sh")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="^tcp")
+    cmd = [mpirun_sh, a.lab09, "--model", "synthetic:llama,dim=128,ffn=256,layers=4,heads=4,kv_heads=2,vocab=512,ctx=256",
+           "--num-requests", "6", "--rate", "50", "--long-len", "100", "--output-len", "fixed:6", "--threads", "1",
+           "--quiet", "--no-plot", "--layers-per-message", "1", "--out", os.path.join(work, "lab09"),
+           "--timeline-detail", "phases", "--timeline", tl]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
+    assert p.returncode == 0, "lab 09 exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-2000:])
+    events = load(tl)
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    colocated = [pid for pid, n in processes.items() if n == "colocated"]
+    disagg = [pid for pid, n in processes.items() if n.startswith("disaggregated")]
+    assert len(colocated) == 1 and len(disagg) == 1, "processes %s" % processes
+    pid = disagg[0]
+    mine = [e for e in events if e.get("pid") == pid]
+    requests = spans(mine, cat="request")
+    tracks = [r for r in requests if r[2]["name"].startswith("request ")]
+    assert len(tracks) == 6, "%d request spans in the disaggregated process" % len(tracks)
+    for start, end, e in tracks:
+        tid = e["tid"]
+        parts = {s[2]["name"]: s for s in spans(mine, tid=tid) if s[2] is not e}
+        for name in ("queued", "prefill + KV", "prefill", "KV after prefill", "decode"):
+            assert name in parts, "%s: no %s span" % (e["name"], name)
+            assert inside(parts[name], [(start, end, e)]), "%s: %s outside it" % (e["name"], name)
+        for name in ("prefill", "KV after prefill"):
+            assert inside(parts[name], [parts["prefill + KV"]]), "%s: %s outside prefill + KV" % (e["name"], name)
+        assert parts["queued"][1] <= parts["prefill"][0] and parts["KV after prefill"][1] <= parts["decode"][0] + 1, \
+            "%s: its stages out of order" % e["name"]
+        tokens = [x for x in mine if x["ph"] == "i" and x["tid"] == tid and x["name"] == "token"]
+        assert len(tokens) == e["args"]["output tokens"] == 6, "%s: %d token instants" % (e["name"], len(tokens))
+    prefills = spans(mine, name="prefill", cat="phase")
+    assert len(prefills) == 6, "%d prefill spans on the prefill rank" % len(prefills)
+    for (s0, e0, _), (s1, _, _) in zip(prefills, prefills[1:]):
+        assert e0 <= s1, "the prefill rank ran two prompts at once"
+    counts = [x["args"]["sequences"] for x in mine if x["ph"] == "C"]
+    assert counts and min(counts) >= 0 and counts[-1] == 0, "decode counter %s" % counts
+
+
 CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
          ("preempted", case_preempted), ("serve", case_serve), ("serve_serial", case_serve_serial), ("bad_input", case_bad_input), ("lab02", case_lab02),
-         ("lab06", case_lab06), ("lab08", case_lab08)]
+         ("lab06", case_lab06), ("lab08", case_lab08), ("lab09", case_lab09)]
 
 
 def main():
@@ -353,6 +404,7 @@ def main():
     ap.add_argument("--lab02", help="lab 02's program (its case is skipped without it)")
     ap.add_argument("--lab06", help="lab 06's program (its case is skipped without it)")
     ap.add_argument("--lab08", help="lab 08's program (its case is skipped without it)")
+    ap.add_argument("--lab09", help="lab 09's program (its case is skipped without it, or without mpirun)")
     ap.add_argument("--only", help="comma list of case names or globs")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
@@ -364,7 +416,7 @@ def main():
         for name, case in CASES:
             if a.only and not any(fnmatch.fnmatch(name, p) for p in a.only.split(",")):
                 continue
-            if name in ("lab02", "lab06", "lab08") and not getattr(a, name):
+            if name in ("lab02", "lab06", "lab08", "lab09") and not getattr(a, name):
                 print("SKIP %s (no --%s)" % (name, name))
                 continue
             try:
