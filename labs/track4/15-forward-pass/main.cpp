@@ -167,6 +167,12 @@ int run(const Options& o) {
     cli::Session s = cli::load_session(o.common);
     const Model& m = *s.loaded.model;
     const Config& c = m.config;
+    // Refused here too, not only by your forward: a starter stops at exit 3 before it could say so.
+    const FamilyTraits& t = c.traits();
+    if (t.norm != Norm::rmsnorm || t.positions != Positions::rotary || t.mlp != Mlp::swiglu || c.sliding_window > 0)
+        fail("lab 15 runs Llama-family models without a sliding window (RMSNorm, rotary, SwiGLU); {} is not one: "
+             "try --model tiny",
+             o.common.model);
     const std::vector<int> prompt = s.loaded.tokenizer.encode(o.prompt);
     if (prompt.empty()) fail("--prompt is empty: give at least one character");
     if (long(prompt.size()) + o.steps > c.max_seq_len)
