@@ -116,16 +116,23 @@ Run run_engine(const Model& m, const std::vector<int>& prompt, int steps) {
     return run;
 }
 
-// The first step whose token or logits differ (atol 1e-4 + rtol 1e-3, the
-// tests' bound), or -1. Prints what differs.
-int first_divergence(const Run& yours, const Run& engine, json& js) {
+// How far two correct forwards' logits may be apart. f32: the tests' bound.
+// Other precisions round x inside each product (to bf16, or to integers per
+// group): the last-bit differences of the two sides' x can flip a rounding.
+struct Tolerance {
+    double atol, rtol;
+};
+Tolerance tolerance_for(Precision p) { return p == Precision::f32 ? Tolerance{1e-4, 1e-3} : Tolerance{1e-2, 1e-2}; }
+
+// The first step whose token or logits differ, or -1. Prints what differs.
+int first_divergence(const Run& yours, const Run& engine, Tolerance tol, json& js) {
     for (std::size_t i = 0; i < engine.ids.size(); i++) {
         const std::vector<float>& a = yours.logits[i];
         const std::vector<float>& b = engine.logits[i];
         std::size_t worst = 0;
         double worst_excess = -1;
         for (std::size_t j = 0; j < b.size(); j++) {
-            const double excess = std::fabs(double(a[j]) - b[j]) - (1e-4 + 1e-3 * std::fabs(b[j]));
+            const double excess = std::fabs(double(a[j]) - b[j]) - (tol.atol + tol.rtol * std::fabs(b[j]));
             if (!(excess <= worst_excess)) worst_excess = excess, worst = j;
         }
         if (yours.ids[i] != engine.ids[i] || !(worst_excess <= 0)) {
@@ -193,9 +200,10 @@ int run(const Options& o) {
 
     json js;
     std::printf("1. The same tokens, the same logits?\n");
-    const int diverged = first_divergence(yours, engine, js);
+    const Tolerance tol = tolerance_for(m.precision);
+    const int diverged = first_divergence(yours, engine, tol, js);
     if (diverged < 0)
-        std::printf("   every step's logits within 1e-4 + 1e-3 |engine|; the same %d tokens: \"%s\"\n", o.steps,
+        std::printf("   every step's logits within %g + %g |engine|; the same %d tokens: \"%s\"\n", tol.atol, tol.rtol, o.steps,
                     lab::text_of(s.loaded.tokenizer, yours.ids).c_str());
     std::printf("\n2. Where the time goes (shares of each phase's total; the engine's from its timeline)\n");
     js["prefill"] = print_phase(fmt::format("prefill ({} rows)", prompt.size()).c_str(), yours.prefill,
