@@ -176,10 +176,13 @@ int run(const Options& o) {
     const Config& c = m.config;
     // Refused here too, not only by your forward: a starter stops at exit 3 before it could say so.
     const FamilyTraits& t = c.traits();
-    if (t.norm != Norm::rmsnorm || t.positions != Positions::rotary || t.mlp != Mlp::swiglu || c.sliding_window > 0)
-        fail("lab 15 runs Llama-family models without a sliding window (RMSNorm, rotary, SwiGLU); {} is not one: "
-             "try --model tiny",
-             o.common.model);
+    if (t.norm != Norm::rmsnorm || t.positions != Positions::rotary || t.mlp != Mlp::swiglu)
+        fail("lab 15 runs Llama-family models (RMSNorm, rotary, SwiGLU); {} is a {} model: try --model tiny",
+             o.common.model, family_name(c.family));
+    if (c.sliding_window > 0)
+        fail("lab 15's attention has no sliding window; {} slides over {} positions: pick a model without one, "
+             "e.g. --model tiny",
+             o.common.model, c.sliding_window);
     const std::vector<int> prompt = s.loaded.tokenizer.encode(o.prompt);
     if (prompt.empty()) fail("--prompt is empty: give at least one character");
     if (long(prompt.size()) + o.steps > c.max_seq_len)
