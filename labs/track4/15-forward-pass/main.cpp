@@ -8,9 +8,9 @@
 //      spans (base/timeline.hpp): the same clock, the same pieces.
 // CPU only: the engine's CUDA twin is not part of this lab.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
