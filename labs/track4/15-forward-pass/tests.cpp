@@ -128,6 +128,37 @@ std::string step_name(std::size_t step, std::size_t rows) {
     return step == 0 ? fmt::format("step 0 (prefill, {} rows)", rows) : fmt::format("step {} (decode)", step);
 }
 
+// The test's own check of reference_layer: after the last layer, the final
+// norm and the head on the last row of its x must give the logits of the
+// engine's forward (prefill or decode). Otherwise the test, not your code, is wrong.
+void check_reference(const Model& m, const float* last_row, const float* engine_logits) {
+    const Config& c = m.config;
+    std::vector<float> xn(std::size_t(c.dim)), logits(std::size_t(c.vocab_size));
+    rmsnorm(xn.data(), last_row, m.w.norm_f_w.data(), 1, c.dim, c.norm_eps);
+    linear_forward(cpu_weights(m).head, xn.data(), 1, logits.data());
+    REQUIRE_MESSAGE(first_outside(logits.data(), engine_logits, logits.size(), kModelAtol, kModelRtol) < 0,
+                    "the test's reference layer disagrees with the engine's forward: a bug in the test, not in your "
+                    "code; please report it");
+}
+
+// The residual stream of one step through the reference layers: xs[0] the
+// embedded tokens, xs[l + 1] the output of layer l. Writes the step's K/V into
+// `cache` (and advances it).
+std::vector<std::vector<float>> reference_stream(const Model& m, const std::vector<int>& tokens, KVCache& cache) {
+    const Config& c = m.config;
+    const int rows = int(tokens.size());
+    std::vector<std::vector<float>> xs(std::size_t(c.n_layers) + 1, std::vector<float>(std::size_t(rows) * c.dim));
+    for (int r = 0; r < rows; r++)
+        std::memcpy(xs[0].data() + std::size_t(r) * c.dim, m.w.tok_emb.data() + std::size_t(tokens[std::size_t(r)]) * c.dim,
+                    sizeof(float) * c.dim);
+    for (int l = 0; l < c.n_layers; l++) {
+        xs[std::size_t(l) + 1] = xs[std::size_t(l)];
+        reference_layer(xs[std::size_t(l) + 1].data(), m, l, rows, cache, 0);
+    }
+    cache.seq_len[0] += rows;
+    return xs;
+}
+
 // Your decoder_layer against reference_layer on the same input, every layer of
 // every step; each cache written by its own side. Fails naming the first
 // layer and step outside atol + rtol, with the relative errors of every layer
@@ -136,33 +167,33 @@ void check_layers(const std::string& spec, std::uint64_t stream) {
     Sides run(spec, stream);
     const Model& m = *run.lm.model;
     const Config& c = m.config;
-    KVCache &mine = run.mine, &ref = run.engine;
+    KVCache eng = make_kv_cache(m, 1, 16);
+    RunState st = make_run_state(c, 16);
+    int slot = 0;
     ex::Scratch s;
     std::string table;  // relative error per layer, one line per step
     for (std::size_t t = 0; t < run.steps.size(); t++) {
         const std::vector<int>& tokens = run.steps[t];
         const int rows = int(tokens.size());
-        s.fit(c, rows, mine.max_seq);
-        std::vector<float> x(std::size_t(rows) * c.dim);
-        for (int r = 0; r < rows; r++)
-            std::memcpy(x.data() + std::size_t(r) * c.dim, m.w.tok_emb.data() + std::size_t(tokens[std::size_t(r)]) * c.dim,
-                        sizeof(float) * c.dim);
+        const auto xs = reference_stream(m, tokens, run.engine);
+        check_reference(m, xs.back().data() + std::size_t(rows - 1) * c.dim,
+                        t == 0 ? prefill(m, eng, st, 0, tokens) : decode(m, eng, st, {&slot, 1}, tokens));
+        s.fit(c, rows, run.mine.max_seq);
         table += fmt::format("\n  {:<26}", step_name(t, tokens.size()));
         for (int l = 0; l < c.n_layers; l++) {
-            std::vector<float> got = x;
-            ex::decoder_layer(got.data(), m, l, rows, mine, 0, s);
-            reference_layer(x.data(), m, l, rows, ref, 0);
-            const double err = relative_error(got.data(), x.data(), x.size());
-            table += fmt::format(" layer {}: {:.1e}", l, err);
+            std::vector<float> got = xs[std::size_t(l)];
+            const std::vector<float>& want = xs[std::size_t(l) + 1];
+            ex::decoder_layer(got.data(), m, l, rows, run.mine, 0, s);
+            table += fmt::format(" layer {}: {:.1e}", l, relative_error(got.data(), want.data(), want.size()));
             observe(fmt::format("{} {} layer {}", spec, step_name(t, tokens.size()), l), got.data(), got.size(),
                     {2 * kModelAtol, 2 * kModelRtol});
-            const long i = first_outside(got.data(), x.data(), x.size(), kModelAtol, kModelRtol);
+            const long i = first_outside(got.data(), want.data(), want.size(), kModelAtol, kModelRtol);
             if (i >= 0) {
                 FAIL_CHECK(fmt::format(
                     "{}: the first to diverge is layer {} at {}: x[{}] = {} but the engine's layer gives {} "
                     "(both from the same input; each side's K/V in its own cache). Relative error "
                     "||yours - engine|| / ||engine|| per layer and step:{}\n{}",
-                    spec, l, step_name(t, tokens.size()), i, got[std::size_t(i)], x[std::size_t(i)], table,
+                    spec, l, step_name(t, tokens.size()), i, got[std::size_t(i)], want[std::size_t(i)], table,
                     t == 0 ? "A prefill step: check the positions (start + r), the causal limit of each row, the GQA "
                              "head map and the residuals"
                            : "The prefill agreed, a decode step does not: the K/V your earlier steps wrote, or the "
@@ -170,7 +201,7 @@ void check_layers(const std::string& spec, std::uint64_t stream) {
                 return;
             }
         }
-        mine.seq_len[0] += rows, ref.seq_len[0] += rows;
+        run.mine.seq_len[0] += rows;
     }
     MESSAGE(fmt::format("{}: every layer of every step within {} + {} |ref|:{}", spec, kModelAtol, kModelRtol, table));
 }
