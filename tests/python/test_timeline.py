@@ -339,8 +339,11 @@ def case_lab08(a, work):
         requests = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"].startswith("request ")]
         assert len(requests) == 3, "%s: %d request spans" % (name, len(requests))
         chunks = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["tid"] == 10 + 2
-                  and e["name"] == "prefill"]
-        assert sum(c["args"]["tokens"] for c in chunks) == 300, "%s: the long prompt's chunks" % name
+                  and e["name"] in ("prefill", "recompute")]
+        first = sum(c["args"]["tokens"] for c in chunks if c["name"] == "prefill")
+        again = sum(c["args"]["tokens"] for c in chunks if c["name"] == "recompute")
+        assert first + again >= 300 and first <= 300, "%s: the long prompt's chunks: %d tokens, %d recomputed" % (
+            name, first, again)
         if name.startswith("budget "):
             budget = int(name.split()[1].rstrip(","))
             for step in (e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "step"):
