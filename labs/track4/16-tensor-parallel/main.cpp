@@ -162,7 +162,9 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
     json j{{"model", o.lab.model}, {"hardware", cpu_summary()}, {"ranks", o.ranks}, {"threads", o.lab.threads},
            {"one_rank", {{"prefill_ms", one_s.prefill_ms}, {"decode_ms", one_s.decode_ms}}}};
     bool split_ok = true;
-    if (mpi.size() < 2) {
+    if (o.ranks == 1) {
+        std::printf("\n[3] --ranks 1: [2] was the whole run; give --ranks 2 or more to split the model\n");
+    } else if (mpi.size() < 2) {
         std::printf("\n[3] %d ranks: needs mpirun. ./kit run 16 --ranks %d starts them; by hand:\n"
                     "    mpirun -n %d --oversubscribe build/labs/track4/16-tensor-parallel/16-tensor-parallel --ranks %d\n",
                     o.ranks, o.ranks, o.ranks, o.ranks);
