@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Grades a small class of lab 08 or lab 09 with pdlab-grade and checks every
+"""Grades a small class of lab 08, 09 or 16 with pdlab-grade and checks every
 row (issue 33: the track 2 labs graded like lab 03, whose classes are
-grade_fake_class.py and grade_hostile_class.py).
+grade_fake_class.py and grade_hostile_class.py; lab 16 since issue 34).
 
 Students:
   honest         the reference solution: full marks
@@ -12,7 +12,7 @@ Students:
   test_caller    the solution plus a call into the tests' own code (forgers.py):
                  0 in total, flagged "forbidden"
 
-Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09 [--absent WHAT]
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|16 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
 (meson: skipped), never a pass; so too without the lab's solution and rubric,
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
@@ -46,6 +46,12 @@ WRONG = {
         "solution": "const double exposed = done - c.prefill_ms;",
         "student": "const double exposed = transfer_ms;",
         "broken": {"when splitting pays"},
+    },
+    "16": {
+        "what": "shard_layer takes each rank's k rows at its q heads' offset (KV heads numbered like query heads)",
+        "solution": "take_rows(full.qkv, Q + p.kv_first * hd, p.kv_heads * hd, s.qkv);",
+        "student": "take_rows(full.qkv, Q + p.q_first * hd, p.kv_heads * hd, s.qkv);",
+        "broken": {"the slices", "the split model"},
     },
 }
 
