@@ -8,9 +8,18 @@
 
 namespace pd::lab16 {
 
+namespace {
+
+// Thrown on the ranks that stop because another one failed: run_ranks reports that one's error instead.
+struct OtherRankFailed : std::runtime_error {
+    OtherRankFailed() : std::runtime_error("another rank failed") {}
+};
+
+}  // namespace
+
 void ThreadComm::meet() {
     hub_.barrier.arrive_and_wait();
-    if (hub_.failed) throw std::runtime_error("another rank failed");
+    if (hub_.failed) throw OtherRankFailed();
 }
 
 void ThreadComm::allreduce_sum(std::span<float> x) {
@@ -58,13 +67,12 @@ void run_ranks(int ranks, const std::function<void(ThreadComm&)>& body) {
             }
         });
     for (auto& t : threads) t.join();
-    // A rank's own error before the "another rank failed" of those it stopped.
+    // A rank's own error before the OtherRankFailed of those it stopped.
     for (auto& e : errors)
         if (e) {
             try {
                 std::rethrow_exception(e);
-            } catch (const std::runtime_error& r) {
-                if (std::string_view(r.what()) != "another rank failed") throw;
+            } catch (const OtherRankFailed&) {
             }
         }
     for (auto& e : errors)
