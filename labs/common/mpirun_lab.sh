@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # How ./kit starts a lab whose program runs as MPI ranks (labs 09 and 16).
 # Sourced by the lab's own mpirun.sh, after it has defined
 #   lab_name            e.g. "lab 09", for the messages
@@ -11,6 +12,7 @@
 # --oversubscribe: more ranks than cores is the normal case on a laptop. As
 # root Open MPI wants to be told.
 set -euo pipefail
+: "${lab_name:?set by the lab mpirun.sh before it sources this file}"
 
 prog="$1"
 shift

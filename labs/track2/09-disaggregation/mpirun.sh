@@ -26,4 +26,5 @@ lab_ranks() {
   echo $((1 + prefill + decode))
 }
 
+# shellcheck source=../../common/mpirun_lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../common/mpirun_lab.sh"

@@ -19,4 +19,5 @@ lab_ranks() {
   echo "$ranks"
 }
 
+# shellcheck source=../../common/mpirun_lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../common/mpirun_lab.sh"
