@@ -136,8 +136,8 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
     cli::Session s = cli::load_session(o.lab);
     const auto model = s.loaded.model;
     const Config& c = model->config;
-    check_options(o, c, mpi.size());
     check_splittable(*model);
+    check_options(o, c, mpi.size());
     plan_shard(c, o.ranks, 0);  // a rank count the model cannot take is refused before anything runs
     const std::vector<int> prompt = seeded_prompt(o, c.vocab_size);
     std::printf("Lab 16: tensor parallelism over MPI\nmodel    %s (%d layers, %d heads on %d KV heads, %d hidden)\n"
