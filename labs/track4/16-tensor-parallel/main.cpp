@@ -94,21 +94,39 @@ double worst_logit_excess(const std::vector<float>& got, const std::vector<float
     return got.size() == want.size() ? worst : 1e30;
 }
 
-// [4] YOUR ring_allreduce over the links: a decode step on R ranks as one
-// rank's compute split R ways plus 2 all-reduces a layer of one row of x.
-json link_model(const Config& c, int R, const StepSummary& one, const StepSummary& split) {
+// The roofline's floor of a decode step: the bytes one rank streams (its
+// slices and the head; the KV cache, small here, left out) at DRAM bandwidth,
+// each rank having a memory system of its own.
+struct Floor {
+    double one_rank_bytes = 0, per_rank_bytes = 0, dram_gbps = 0;
+    double one_rank_ms() const { return one_rank_bytes / dram_gbps / 1e6; }
+    double per_rank_ms() const { return per_rank_bytes / dram_gbps / 1e6; }
+};
+
+// [4] YOUR ring_allreduce over the links: a decode step on R ranks as its
+// compute (one rank's measured compute / R, or the roofline's floor) plus
+// 2 all-reduces a layer of one row of x.
+json link_model(const Config& c, int R, const StepSummary& one, const StepSummary& split, const Floor& floor) {
     const double per_reduce = double(c.dim) * sizeof(float), reduces = 2.0 * c.n_layers;
-    std::printf("\n[4] A MODEL of a decode step on %d ranks: one rank's compute / %d + %d ring all-reduces of %.0f "
-                "bytes (YOUR ring_allreduce; latency, protocol and waiting for the slowest rank left out)\n"
-                "    link        comm ms   step ms   speed-up vs 1 rank\n", R, R, int(reduces), per_reduce);
+    std::printf("\n[4] A MODEL of a decode step on %d ranks: compute + %d ring all-reduces of %.0f bytes (YOUR "
+                "ring_allreduce; latency, protocol and waiting for the slowest rank left out). The compute two ways:\n"
+                "    measured / %d: one rank's decode compute split %d ways, %.3f ms\n"
+                "    roofline: the bytes a rank streams, its slices and the head, %.1f MB (1 rank: %.1f MB), at this "
+                "machine's DRAM bandwidth, %.1f GB/s measured now, each rank with a memory of its own: %.3f ms "
+                "(1 rank: %.3f ms)\n"
+                "    link        comm ms   step ms (measured / %d)  speed-up   step ms (roofline)  speed-up\n",
+                R, int(reduces), per_reduce, R, R, one.decode_compute_ms() / R, floor.per_rank_bytes / 1e6,
+                floor.one_rank_bytes / 1e6, floor.dram_gbps, floor.per_rank_ms(), floor.one_rank_ms(), R);
     json rows = json::array();
     for (double gbps : {10.0, 100.0, 400.0}) {
         const double comm = reduces * ring_allreduce(per_reduce, R, gbps).ms;
-        const double step = one.decode_compute_ms() / R + comm;
-        std::printf("    %4.0f Gb/s %9.4f %9.3f %10.2fx\n", gbps, comm, step, one.decode_ms / step);
-        rows.push_back({{"gbps", gbps}, {"comm_ms", comm}, {"step_ms", step}, {"speedup", one.decode_ms / step}});
+        const double step = one.decode_compute_ms() / R + comm, roof = floor.per_rank_ms() + comm;
+        std::printf("    %4.0f Gb/s %9.4f %20.3f %10.2fx %20.3f %9.2fx\n", gbps, comm, step, one.decode_ms / step, roof,
+                    floor.one_rank_ms() / roof);
+        rows.push_back({{"gbps", gbps}, {"comm_ms", comm}, {"step_ms", step}, {"speedup", one.decode_ms / step},
+                        {"roofline_step_ms", roof}, {"roofline_speedup", floor.one_rank_ms() / roof}});
     }
-    std::printf("    measured   %9.4f %9.3f %10.2fx   (this machine, through MPI)\n", split.decode_comm_ms,
+    std::printf("    measured   %9.4f %20.3f %10.2fx   (this machine, through MPI)\n", split.decode_comm_ms,
                 split.decode_ms, one.decode_ms / split.decode_ms);
     return rows;
 }
@@ -183,7 +201,11 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
                     one_s.decode_ms / split_s.decode_ms, one_s.prefill_ms / split_s.prefill_ms);
         j["split"] = {{"prefill_ms", split_s.prefill_ms}, {"decode_ms", split_s.decode_ms},
                       {"decode_comm_ms", split_s.decode_comm_ms}, {"decode_bytes_per_rank", split_s.decode_bytes}};
-        j["model_links"] = link_model(c, o.ranks, one_s, split_s);
+        const double head = double(cpu_weights(*model).head.weight_bytes());
+        const Floor floor{double(one_rank.weight_bytes) + head, double(mine.weight_bytes) + head,
+                          quick_bandwidth(0.3).best_gbps};
+        j["dram_gbps"] = floor.dram_gbps;
+        j["model_links"] = link_model(c, o.ranks, one_s, split_s, floor);
         const double excess = worst_logit_excess(split.first_logits, one.first_logits);
         split_ok = split.tokens == one.tokens && excess <= 0;
         std::printf("\n[5] %d ranks give one rank's tokens, prefill logits within %g + %g |ref|: %s\n", o.ranks, kAtol,
