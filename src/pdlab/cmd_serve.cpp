@@ -16,6 +16,7 @@
 #include "serve/http_server.hpp"
 #include "serve/paged_serving_engine.hpp"
 #include "serve/serial_worker.hpp"
+#include "timeline_option.hpp"
 
 namespace pd::cli {
 
@@ -23,6 +24,7 @@ namespace {
 
 struct ServeCliOptions {
     CommonOptions common;
+    TimelineOptions timeline;
     serve::ServerOptions server;
     int max_body_mb = 1;
     int shutdown_grace_s = 30;
@@ -75,6 +77,12 @@ CLI::App* add_serve_options(CLI::App& app, ServeCliOptions& o) {
         "continuous: KV blocks in the pool (default: --max-seqs requests of the whole context, "
         "within 1 GiB); fewer makes the scheduler preempt when they run out")
         ->check(CLI::Range(1, INT_MAX));
+    add_timeline(sub, o.timeline,
+                 "Written when the server stops (SIGTERM or Ctrl-C). Continuous: a track for the scheduler's "
+                 "steps (the engine's passes inside), one per request (queued, prefill chunks, decode steps, "
+                 "preempted, finished), KV-block and request counters. Serial: the engine's passes. A server "
+                 "that runs long fills the 500,000 events it keeps (then drops and counts the rest): use "
+                 "--timeline-detail phases.");
     return sub;
 }
 
@@ -162,6 +170,10 @@ int run_serve(ServeCliOptions& o) {
     block_signals();
     if (o.batching == "serial" && o.kv_blocks > 0)
         fail("--kv-blocks sizes the paged KV cache of --batching continuous; --batching serial has one cache slot");
+    // Opened before anything loads (a path that cannot be written is refused
+    // first), and declared before the worker, which records on it until it is destroyed.
+    const auto timeline = open_timeline(o.timeline, o.common.device, "pdlab serve");
+    if (timeline && o.batching == "serial") timeline->timeline().name_track({1, 1}, "engine");
     Session s = load_session(o.common);
     note_generation_config(s.loaded);
     o.server.model_name = o.common.model;
@@ -181,6 +193,7 @@ int run_serve(ServeCliOptions& o) {
     done = true;
     watcher.join();
     worker.shutdown();
+    finish_timeline(timeline.get(), o.timeline.path);
     std::fprintf(stderr, "pdlab serve: stopped\n");
     return 0;
 }

@@ -42,6 +42,7 @@ BatchingWorker::BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, Serve
         fail("{} KV blocks of {} positions cannot hold one request of the whole context ({} positions, "
              "{} blocks): give --kv-blocks {} or more",
              engine.total_blocks(), engine.block_size(), context, need, need);
+    if (Timeline* tl = active_timeline()) timeline_ = std::make_unique<SchedulerTimeline>(*tl, "");
     publish_kv_blocks();
     thread_ = std::thread([this] { loop(); });
 }
@@ -104,6 +105,10 @@ void BatchingWorker::add(std::shared_ptr<Job> job) {
         metrics_.finished("error", int(r.prompt.size()), 0, false);
         return;
     }
+    if (timeline_) {  // it arrived when the HTTP thread received it, before it reached this thread
+        const auto waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - job->received);
+        timeline_->add_request(id, int(r.prompt.size()), active_timeline()->now_ns() - waited_ns.count());
+    }
     live_.emplace(id, std::make_unique<Live>(Live{std::move(job), 0, false, {}, {}}));
 }
 
@@ -114,9 +119,18 @@ void BatchingWorker::cancel_gone() {
         if (aborting_ || l->job->cancelled()) scheduler_.cancel(id);
 }
 
+// One scheduler step, on the timeline when one is recorded.
+std::span<const TokenEvent> BatchingWorker::timed_step() {
+    if (!timeline_) return scheduler_.step();
+    timeline_->step_begins();
+    const std::span<const TokenEvent> events = scheduler_.step();
+    timeline_->step_ends(scheduler_, events);
+    return events;
+}
+
 void BatchingWorker::step() {
     const Clock::time_point start = Clock::now();
-    const std::span<const TokenEvent> events = scheduler_.step();
+    const std::span<const TokenEvent> events = timed_step();
     const Clock::time_point now = Clock::now();
     for (int id : scheduler_.admitted()) {
         const auto it = live_.find(id);
@@ -167,7 +181,7 @@ void BatchingWorker::fail_all(const std::string& why) {
         scheduler_.cancel(id);
         end(id, {"", 0, "error", why});
     }
-    scheduler_.step();
+    timed_step();
 }
 
 void BatchingWorker::publish_kv_blocks() {

@@ -8,7 +8,9 @@
 //   send each new token's text to its job     (the scheduler's finish rule decided it)
 //
 // so a request that arrives while others generate joins the next step instead
-// of waiting for them to finish, as it would with the SerialWorker.
+// of waiting for them to finish, as it would with the SerialWorker. When a
+// timeline is being recorded (pdlab serve --timeline), each step and each
+// request goes on it (scheduler_timeline.hpp).
 #pragma once
 
 #include <omp.h>
@@ -21,6 +23,7 @@
 #include "io/tokenizer.hpp"
 #include "serve/request_queue.hpp"
 #include "serve/scheduler.hpp"
+#include "serve/scheduler_timeline.hpp"
 #include "serve/server_metrics.hpp"
 #include "serve/step_policy.hpp"
 #include "serve/worker.hpp"
@@ -47,6 +50,7 @@ private:
     void add(std::shared_ptr<Job> job);
     void cancel_gone();
     void step();
+    std::span<const TokenEvent> timed_step();
     void deliver(const TokenEvent& ev, Clock::time_point now);
     void end(int id, StreamEvent e);
     void fail_all(const std::string& why);
@@ -56,6 +60,7 @@ private:
     ServerMetrics& metrics_;
     ContinuousBatching policy_;
     Scheduler scheduler_;
+    std::unique_ptr<SchedulerTimeline> timeline_;  // null unless a timeline is recorded
     std::unordered_map<int, std::unique_ptr<Live>> live_;  // by scheduler request id
     int next_id_ = 0;
     RequestQueue inbox_;

@@ -9,7 +9,7 @@
 
 #include "common.hpp"
 #include "base/timing.hpp"
-#include "serve/replay_timeline.hpp"
+#include "serve/scheduler_timeline.hpp"
 
 namespace pd::serve {
 
@@ -114,10 +114,13 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
     const auto order = arrival_order(trace);
     std::size_t next = 0;
     int done = 0;
-    std::unique_ptr<ReplayTimeline> timeline;  // null unless a timeline is recorded
+    std::unique_ptr<SchedulerTimeline> timeline;  // null unless a timeline is recorded
     if (Timeline* tl = active_timeline()) {
-        timeline = std::make_unique<ReplayTimeline>(*tl, timeline_process, requests);
-        timeline->start(trace);
+        timeline = std::make_unique<SchedulerTimeline>(*tl, timeline_process);
+        const std::int64_t start_ns = tl->now_ns();  // the replay's clock starts now: arrivals count from here
+        for (std::size_t i = 0; i < requests.size(); i++)
+            timeline->add_request(requests[i].id, int(requests[i].prompt.size()),
+                                  start_ns + std::int64_t(trace[i].arrival_s * 1e9));
     }
     const double t0 = now_ms();
     double last_note = 0;

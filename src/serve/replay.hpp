@@ -74,7 +74,7 @@ struct ReplayResult {
 
 // Runs `requests` (from trace_requests) arriving at the trace's times through
 // `scheduler` until all finish. `progress`: a line on stderr about once a second.
-// When a timeline is recorded, the replay goes on it (replay_timeline.hpp):
+// When a timeline is recorded, the replay goes on it (scheduler_timeline.hpp):
 // on the program's own process, or on a new one named `timeline_process`.
 ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Request> requests,
                     bool progress, const std::string& timeline_process = "");

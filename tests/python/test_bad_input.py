@@ -44,6 +44,8 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
   device_cuda            generate  cuda|gpu      (skipped when this machine has an NVIDIA GPU)
   lab14_device_cuda      lab 14    cuda|gpu      (skipped with a GPU, or when lab 14 is not built)
   lab14_device_unknown   lab 14    device
+  lab15_*                lab 15    --device cuda (CPU only), a GPT-2 model and a sliding window
+                                   (gpt2|sliding window), --steps 0, more steps than the context
   draft_vocab_mismatch   generate  vocabulary|vocab   (--draft tiny-draft: 1497 ids against 320)
   speculate_0            generate  speculate|at least 1
   speculate_past_context generate  context      (--speculate 40 on a 32-position model)
@@ -588,11 +590,19 @@ CASES += [
     # lab 14's program (no model): --device cuda without a GPU or without the CUDA backend
     ("lab14_device_cuda", good_llama, "lab14", ["--device", "cuda"], r"cuda|gpu"),
     ("lab14_device_unknown", good_llama, "lab14", ["--device", "tpu"], r"device"),
+    # lab 15's program: its forward is the CPU's, for the Llama family without a sliding window
+    ("lab15_device_cuda", good_llama, "lab15", ["--device", "cuda"], r"CPU only"),
+    ("lab15_gpt2", lambda d: (mc.make_checkpoint(d, "gpt2", "F32", seed=1, **GPT2), d)[1], "lab15", [],
+     r"gpt2 model"),
+    ("lab15_sliding_window", good_family("mistral", window=4), "lab15", [], r"sliding window"),
+    ("lab15_steps_0", good_llama, "lab15", ["--steps", "0"], r"--steps"),
+    ("lab15_past_context", good_llama, "lab15", ["--steps", "40", "--prompt", "a"], r"context"),
 ]
 
 LAB_PROGRAMS = {
     "lab07": os.path.join("labs", "track2", "07-paged-kv-and-prefix-caching", "07-paged-kv-and-prefix-caching"),
     "lab14": os.path.join("labs", "track3", "14-attention-kernels", "14-attention-kernels"),
+    "lab15": os.path.join("labs", "track4", "15-forward-pass", "15-forward-pass"),
 }
 
 
@@ -624,6 +634,8 @@ def build_cmd(pdlab, command, model, extra, work, name):
     if command == "lab14":  # the shortest run, were the case to get past its option checks
         return [lab_program(pdlab, command), "--no-plot", "--sweeps", "decode", "--lengths", "16",
                 "--out", os.path.join(work, name + "_out")] + extra
+    if command == "lab15":
+        return [lab_program(pdlab, command), "--model", model] + extra
     cmd = [pdlab, command, "--model", model]
     has_ids = "--prompt-ids" in extra
     if command == "logits":

@@ -2,7 +2,7 @@
 """--timeline FILE: the Chrome trace pdlab and the lab programs write (issue 35).
 
     /usr/bin/python3 tests/python/test_timeline.py --pdlab build/src/pdlab/pdlab \
-        [--lab02 PROGRAM --lab06 PROGRAM]
+        [--lab02 PROGRAM --lab06 PROGRAM --lab08 PROGRAM --lab09 PROGRAM]
 
 On the bundled tiny model, a few passes each (about 5 s in all):
 
@@ -19,12 +19,28 @@ On the bundled tiny model, a few passes each (about 5 s in all):
               "first token", its decode spans; one step span per step
   preempted   a KV pool too small for the batch: the "preempted" spans number
               the preemptions serve-sim reports, counters stay within the pool
+  serve       pdlab serve (continuous batching), 3 concurrent requests, then
+              SIGTERM: the file is written at the stop; each request's track
+              against the response's usage (output tokens, finish reason), one
+              "first token", n-1 decode spans; every engine pass inside a step
+  serve_serial  --batching serial: one prefill and n-1 decodes per request
+              on the engine's track
   bad_input   exit 2 and one message for a folder that does not exist, a
               folder as the file, --device cuda, bench's precision list,
               --draft; nothing is written for a refused option, and a run
               that fails after opening the file removes it
   lab02       (with --lab02) prefill and decode spans of every section
   lab06       (with --lab06) one process per replay, each with its requests
+  lab09       (with --lab09, where mpirun is installed) the colocated replay
+              and the disaggregated run as two processes; every request of the
+              latter queued, prefilled, waiting for its KV, then decoding, one
+              token instant per output token; the prefill rank's track holds
+              one span per request, never two at once; the decode rank's
+              counter never below 0 and back to 0 at the end
+  lab08       (with --lab08) one process per run (each budget, the
+              controller), each with its requests; no step of a fixed budget
+              runs more tokens than the budget, and the long prompt's chunks
+              add up to its length
 
 No torch needed. Ends with "N passed, M failed".
 """
@@ -33,9 +49,12 @@ import argparse
 import fnmatch
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import urllib.request
 
 PARTS = {"product", "attention", "other"}
 
@@ -191,11 +210,73 @@ def case_preempted(a, work):
         len(used), max(used, default=None))
 
 
+def serve_three(a, tl, *extra):
+    """Starts pdlab serve, sends 3 requests at once (8 tokens each), stops it
+    with SIGTERM; returns the timeline's events and the 3 responses."""
+    cmd = [a.pdlab, "serve", "-m", "tiny", "--port", "0", "--threads", "1", "--timeline", tl] + list(extra)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert "listening on http://" in line, "pdlab serve did not start: %r %s" % (line, p.stderr.read())
+        url = line.split("listening on ")[1].split()[0] + "/v1/completions"
+        out = [None] * 3
+
+        def post(i):
+            body = json.dumps({"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}).encode()
+            req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=60) as r:
+                out[i] = json.load(r)
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, "pdlab serve exit %d: %s" % (p.returncode, err)
+    assert "timeline:" in err, "no timeline message at the stop: %s" % err
+    assert all(out), "a request got no response"
+    return load(tl), out
+
+
+def case_serve(a, work):
+    events, responses = serve_three(a, os.path.join(work, "serve.json"))
+    requests = spans(events, cat="request")
+    tracks = [r for r in requests if r[2]["name"].startswith("request ")]
+    assert len(tracks) == 3, "%d request spans for 3 requests" % len(tracks)
+    for r in responses:  # every response asked for 8 tokens of the same prompt
+        assert r["usage"]["completion_tokens"] == 8 and r["choices"][0]["finish_reason"] == "length", r
+    for start, end, e in tracks:
+        tid = e["tid"]
+        assert e["args"]["output tokens"] == 8 and e["args"]["finish reason"] == "length", e["args"]
+        firsts = [x for x in events if x["ph"] == "i" and x["tid"] == tid and x["name"] == "first token"]
+        assert len(firsts) == 1, "%s: %d first-token instants" % (e["name"], len(firsts))
+        assert len(spans(events, name="decode", tid=tid)) == 7, "%s: decode spans" % e["name"]
+        for s in spans(events, tid=tid):
+            assert s[2] is e or inside(s, [(start, end, e)]), "%s: %s outside its span" % (e["name"], s[2]["name"])
+    steps = spans(events, name="step", tid=1)
+    passes = spans(events, name="batch step", tid=1)
+    assert steps and len(passes) == len(steps), "%d engine passes in %d steps" % (len(passes), len(steps))
+    for s in passes:
+        assert inside(s, steps), "an engine pass outside every scheduler step"
+    check_nesting(events, ["scheduler"])
+
+
+def case_serve_serial(a, work):
+    events, _ = serve_three(a, os.path.join(work, "serial.json"), "--batching", "serial")
+    assert len(spans(events, name="prefill", tid=1)) == 3, "serial: prefill spans"
+    assert len(spans(events, name="decode", tid=1)) == 3 * 7, "serial: decode spans"
+
+
 def case_bad_input(a, work):
     missing = os.path.join(work, "no-such-folder", "t.json")
     cases = [
         ([a.pdlab, "generate", "--prompt-ids", "1,2", "-n", "2", "--timeline", missing], "cannot write"),
         ([a.pdlab, "serve-sim", "--num-requests", "2", "--timeline", work], "cannot write"),
+        ([a.pdlab, "serve", "--port", "0", "--timeline", missing], "cannot write"),
         ([a.pdlab, "bench", "-P", "4", "-n", "2", "--device", "cuda", "--timeline", os.path.join(work, "c.json")],
          "CUDA engine"),
         ([a.pdlab, "bench", "-P", "4", "-n", "2", "--precision", "f32,bf16", "--timeline",
@@ -243,9 +324,78 @@ def case_lab06(a, work):
             assert len(requests) == 3, "%s: %d request spans" % (name, len(requests))
 
 
+def case_lab08(a, work):
+    tl = os.path.join(work, "lab08.json")
+    run([a.lab08, "--model", "tiny", "--threads", "1", "--budgets", "16,64", "--streams", "2", "--prompt-len", "300",
+         "--quiet", "--no-plot", "--out", os.path.join(work, "lab08"), "--timeline-detail", "phases",
+         "--timeline", tl])
+    events = load(tl)
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    runs = sorted(n for n in processes.values() if "repeat" in n)
+    assert runs == ["budget 16, repeat 1", "budget 64, repeat 1", "your controller, repeat 1"], "processes %s" % processes
+    for pid, name in processes.items():
+        if "repeat" not in name:
+            continue
+        requests = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"].startswith("request ")]
+        assert len(requests) == 3, "%s: %d request spans" % (name, len(requests))
+        chunks = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["tid"] == 10 + 2
+                  and e["name"] == "prefill"]
+        assert sum(c["args"]["tokens"] for c in chunks) == 300, "%s: the long prompt's chunks" % name
+        if name.startswith("budget "):
+            budget = int(name.split()[1].rstrip(","))
+            for step in (e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "step"):
+                n = step["args"]["decode rows"] + step["args"]["prefill tokens"]
+                assert n <= budget, "%s: a step of %d tokens" % (name, n)
+
+
+def case_lab09(a, work):
+    import shutil
+    if not shutil.which("mpirun"):
+        print("skip lab09: no mpirun")
+        return
+    tl = os.path.join(work, "lab09.json")
+    mpirun_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "labs", "track2",
+                             "09-disaggregation", "mpirun.sh")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="^tcp")
+    cmd = [mpirun_sh, a.lab09, "--model", "synthetic:llama,dim=128,ffn=256,layers=4,heads=4,kv_heads=2,vocab=512,ctx=256",
+           "--num-requests", "6", "--rate", "50", "--long-len", "100", "--output-len", "fixed:6", "--threads", "1",
+           "--quiet", "--no-plot", "--layers-per-message", "1", "--out", os.path.join(work, "lab09"),
+           "--timeline-detail", "phases", "--timeline", tl]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
+    assert p.returncode == 0, "lab 09 exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-2000:])
+    events = load(tl)
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    colocated = [pid for pid, n in processes.items() if n == "colocated"]
+    disagg = [pid for pid, n in processes.items() if n.startswith("disaggregated")]
+    assert len(colocated) == 1 and len(disagg) == 1, "processes %s" % processes
+    pid = disagg[0]
+    mine = [e for e in events if e.get("pid") == pid]
+    requests = spans(mine, cat="request")
+    tracks = [r for r in requests if r[2]["name"].startswith("request ")]
+    assert len(tracks) == 6, "%d request spans in the disaggregated process" % len(tracks)
+    for start, end, e in tracks:
+        tid = e["tid"]
+        parts = {s[2]["name"]: s for s in spans(mine, tid=tid) if s[2] is not e}
+        for name in ("queued", "prefill + KV", "prefill", "KV after prefill", "decode"):
+            assert name in parts, "%s: no %s span" % (e["name"], name)
+            assert inside(parts[name], [(start, end, e)]), "%s: %s outside it" % (e["name"], name)
+        for name in ("prefill", "KV after prefill"):
+            assert inside(parts[name], [parts["prefill + KV"]]), "%s: %s outside prefill + KV" % (e["name"], name)
+        assert parts["queued"][1] <= parts["prefill"][0] and parts["KV after prefill"][1] <= parts["decode"][0] + 1, \
+            "%s: its stages out of order" % e["name"]
+        tokens = [x for x in mine if x["ph"] == "i" and x["tid"] == tid and x["name"] == "token"]
+        assert len(tokens) == e["args"]["output tokens"] == 6, "%s: %d token instants" % (e["name"], len(tokens))
+    prefills = spans(mine, name="prefill", cat="phase")
+    assert len(prefills) == 6, "%d prefill spans on the prefill rank" % len(prefills)
+    for (s0, e0, _), (s1, _, _) in zip(prefills, prefills[1:]):
+        assert e0 <= s1, "the prefill rank ran two prompts at once"
+    counts = [x["args"]["sequences"] for x in mine if x["ph"] == "C"]
+    assert counts and min(counts) >= 0 and counts[-1] == 0, "decode counter %s" % counts
+
+
 CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
-         ("preempted", case_preempted), ("bad_input", case_bad_input), ("lab02", case_lab02),
-         ("lab06", case_lab06)]
+         ("preempted", case_preempted), ("serve", case_serve), ("serve_serial", case_serve_serial), ("bad_input", case_bad_input), ("lab02", case_lab02),
+         ("lab06", case_lab06), ("lab08", case_lab08), ("lab09", case_lab09)]
 
 
 def main():
@@ -253,6 +403,8 @@ def main():
     ap.add_argument("--pdlab", required=True)
     ap.add_argument("--lab02", help="lab 02's program (its case is skipped without it)")
     ap.add_argument("--lab06", help="lab 06's program (its case is skipped without it)")
+    ap.add_argument("--lab08", help="lab 08's program (its case is skipped without it)")
+    ap.add_argument("--lab09", help="lab 09's program (its case is skipped without it, or without mpirun)")
     ap.add_argument("--only", help="comma list of case names or globs")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
@@ -264,7 +416,7 @@ def main():
         for name, case in CASES:
             if a.only and not any(fnmatch.fnmatch(name, p) for p in a.only.split(",")):
                 continue
-            if name in ("lab02", "lab06") and not getattr(a, name):
+            if name in ("lab02", "lab06", "lab08", "lab09") and not getattr(a, name):
                 print("SKIP %s (no --%s)" % (name, name))
                 continue
             try:

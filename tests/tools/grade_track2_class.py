@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Grades a small class of lab 08, 09 or 16 with pdlab-grade and checks every
-row (issue 33: the track 2 labs graded like lab 03, whose classes are
-grade_fake_class.py and grade_hostile_class.py; lab 16 since issue 34).
+"""Grades a small class of lab 08, 09, 15 or 16 with pdlab-grade and checks
+every row (issue 33: the track 2 labs graded like lab 03, whose classes are
+grade_fake_class.py and grade_hostile_class.py; issue 34: labs 15 and 16 too).
 
 Students:
   honest         the reference solution: full marks
@@ -11,8 +11,11 @@ Students:
                  (forgers.py): 0 on every test check
   test_caller    the solution plus a call into the tests' own code (forgers.py):
                  0 in total, flagged "forbidden"
+  engine_caller  (labs with FORBIDDEN below) the solution with one exercise
+                 function handed to the engine's twin: every test passes, the
+                 rubric's points for that symbol are taken off, flagged "forbidden"
 
-Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|16 [--absent WHAT]
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|16 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
 (meson: skipped), never a pass; so too without the lab's solution and rubric,
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
@@ -47,11 +50,29 @@ WRONG = {
         "student": "const double exposed = transfer_ms;",
         "broken": {"when splitting pays"},
     },
+    "15": {
+        "what": "attend maps query head h to KV head h % n_kv_heads (interleaved) instead of h / group",
+        "solution": "const int kv = h / group;",
+        "student": "const int kv = h % cache.n_kv_heads;",
+        "broken": {"attention over the cache", "decoder layer", "whole forward", "greedy generation"},
+    },
     "16": {
         "what": "shard_layer takes each rank's k rows at its q heads' offset (KV heads numbered like query heads)",
         "solution": "take_rows(full.qkv, Q + p.kv_first * hd, p.kv_heads * hd, s.qkv);",
         "student": "take_rows(full.qkv, Q + p.q_first * hd, p.kv_heads * hd, s.qkv);",
         "broken": {"the slices", "the split model"},
+    },
+}
+
+# lab -> a student who calls the engine's twin of an exercise function: the
+# solution's line it replaces, the call, and the rubric's symbol.
+FORBIDDEN = {
+    "15": {
+        "solution": "void rms_norm(float* out, const float* x, const float* w, int rows, int dim, float eps) {",
+        "student": "void rms_norm(float* out, const float* x, const float* w, int rows, int dim, float eps) {\n"
+                   "    return pd::rmsnorm(out, x, w, rows, dim, eps);",
+        "include": '#include "engine/ops.hpp"\n',
+        "symbol": "pd::rmsnorm",
     },
 }
 
@@ -69,6 +90,11 @@ def make_class(subs, lab, sol, number):
         "fake_observer": forging["fake_observer"],
         "test_caller": forging["test_caller"],
     }
+    if number in FORBIDDEN:
+        f = FORBIDDEN[number]
+        if f["solution"] not in solution:
+            fail(f"{sol}/exercise.cpp has no line {f['solution']!r} to make the engine caller from")
+        students["engine_caller"] = f["include"] + solution.replace(f["solution"], f["student"])
     for name, text in students.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "exercise.cpp").write_text(text)
@@ -77,7 +103,8 @@ def make_class(subs, lab, sol, number):
 def check(rows, reports, rubric, number):
     checks = rubric["checks"]
     max_points = sum(k["points"] for k in checks)
-    if sorted(rows) != ["fake_observer", "honest", "test_caller", "wrong"]:
+    expected = ["fake_observer", "honest", "test_caller", "wrong"] + (["engine_caller"] if number in FORBIDDEN else [])
+    if sorted(rows) != sorted(expected):
         fail(f"gradebook rows: {sorted(rows)}")
     row = rows["honest"]
     if float(row["total"]) != max_points or row["status"] != "ok":
@@ -102,6 +129,16 @@ def check(rows, reports, rubric, number):
     if float(row["total"]) != 0 or "forbidden" not in row["status"] or "pd::test::" not in reports["test_caller"]:
         fail(f"test_caller compiles the tests' pd::test::randn into its exercise: it must score 0, flagged "
              f"'forbidden symbol' with the symbol in its report: {row}")
+    if number in FORBIDDEN:
+        symbol = FORBIDDEN[number]["symbol"]
+        points = next((f["points"] for f in rubric.get("may_not_use", []) if f["symbol"] == symbol), None)
+        if points is None:
+            fail(f"the rubric's may_not_use does not list {symbol}: a student who calls it keeps every point")
+        row = rows["engine_caller"]
+        if float(row["total"]) != max_points - points or "forbidden" not in row["status"] \
+                or symbol not in reports["engine_caller"]:
+            fail(f"engine_caller calls {symbol}: its tests pass, so it must score {max_points - points:g} "
+                 f"(the rubric's {points} off), flagged 'forbidden symbol' with {symbol} in its report: {row}")
 
 
 def main():

@@ -36,6 +36,8 @@
 #include "serve/paged_serving_engine.hpp"
 #include "serve/request_metrics.hpp"
 #include "serve/scheduler.hpp"
+#include "serve/scheduler_timeline.hpp"
+#include "timeline_option.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -51,7 +53,7 @@ constexpr const char* kDefaultModel =
 
 // The automatic ITL target: this many decode-only steps (the streams' median
 // gap before the prompt arrives, measured in the run of the first budget).
-constexpr double kAutoTargetSteps = 4;
+constexpr double kAutoTargetSteps = 8;
 
 struct Options {
     cli::CommonOptions lab;
@@ -62,6 +64,7 @@ struct Options {
     std::uint64_t seed = 1;
     std::string out = "lab08-results";
     bool no_plot = false, quiet = false;
+    cli::TimelineOptions timeline;
 };
 
 // One row of the sweep; "unchunked" is 0 tokens until the model's context is
@@ -142,6 +145,10 @@ struct Row {
     Budget budget;
     double p50_itl_ms = 0, p99_itl_ms = 0, max_stall_ms = 0, ttft_ms = 0, output_throughput = 0, duration_s = 0;
     double p50_decode_ms = 0;     // the streams' median gap before the prompt arrived
+    // Fixed budgets: the first and the last step that ran a chunk of the long
+    // prompt filling the whole budget (same tokens, so the same line says the same time), ms.
+    double first_full_chunk_ms = 0, last_full_chunk_ms = 0;
+    int full_chunks = 0;
     std::vector<int> slo_budgets;  // "slo": the budgets picked while the prompt went through
     long long steps = 0;
     std::vector<std::vector<int>> ids;  // (requests) the tokens each got
@@ -149,9 +156,15 @@ struct Row {
 
 using Clock = std::chrono::steady_clock;
 
+// A run's process on the timeline: "budget 64, repeat 1", "your controller, repeat 1".
+std::string run_name(const Budget& b, int repeat) {
+    return b.slo ? fmt::format("your controller, repeat {}", repeat + 1)
+                 : fmt::format("budget {}, repeat {}", b.label, repeat + 1);
+}
+
 // One run at one budget: every request's token times, then the metrics.
 Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, const Workload& w, const Budget& b,
-               double target_ms) {
+               double target_ms, int repeat) {
     const int context = model->config.max_seq_len;
     serve::PagedOptions po;
     po.block_size = 16;
@@ -170,13 +183,30 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     Row row;
     row.budget = b;
     row.ids.resize(std::size_t(n));
-    for (const auto& r : w.streams) s.add(r);
+    // On a timeline, each run is a process of its own, named by its budget and repeat.
+    std::unique_ptr<serve::SchedulerTimeline> timeline;
+    Timeline* tl = active_timeline();
+    if (tl) timeline = std::make_unique<serve::SchedulerTimeline>(*tl, run_name(b, repeat));
+    auto add = [&](const serve::Request& r) {
+        s.add(r);
+        if (timeline) timeline->add_request(r.id, int(r.prompt.size()), tl->now_ns());
+    };
+    for (const auto& r : w.streams) add(r);
     std::vector<double> step_end;  // when each step returned
     for (long long k = 0; !s.idle() || k <= o.arrive_after; k++) {
-        if (k == o.arrive_after) s.add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
+        if (k == o.arrive_after) add(w.newcomer), t[std::size_t(o.streams)].arrival_s = now();
+        const double began = now();
+        if (timeline) timeline->step_begins();
         const auto events = s.step();
         const double at = now();
+        if (timeline) timeline->step_ends(s, events);
         step_end.push_back(at);
+        const serve::StepCounts& c = s.last_step();
+        // (Only the long prompt's chunks: the streams' own prompts may fill the first step.)
+        if (!b.slo && k >= o.arrive_after && c.prefill_items > 0 && c.decode_rows + c.prefill_tokens == b.tokens) {
+            if (row.full_chunks++ == 0) row.first_full_chunk_ms = (at - began) * 1e3;
+            row.last_full_chunk_ms = (at - began) * 1e3;
+        }
         for (const auto& e : events) {
             t[std::size_t(e.request)].token_s.push_back(at);
             row.ids[std::size_t(e.request)].push_back(e.token);
@@ -232,6 +262,8 @@ Row median_row(const std::vector<Row>& runs) {
     r.ttft_ms = med(&Row::ttft_ms);
     r.output_throughput = med(&Row::output_throughput);
     r.duration_s = med(&Row::duration_s);
+    r.first_full_chunk_ms = med(&Row::first_full_chunk_ms);
+    r.last_full_chunk_ms = med(&Row::last_full_chunk_ms);
     return r;
 }
 
@@ -268,8 +300,26 @@ void print_slo(const std::vector<Row>& rows, double target_ms, json& j) {
                     "throughput x%.2f of it\n", best->budget.label.c_str(), best->p99_itl_ms,
                     slo.ttft_ms / best->ttft_ms, slo.output_throughput / best->output_throughput);
     else std::printf("  no fixed budget of the sweep held it\n");
+    if (slo.p99_itl_ms > target_ms)
+        std::printf("  (a line in tokens cannot see a chunk's prefix: compare the late steps above with the early "
+                    "ones; question 5)\n");
     j["slo"] = {{"target_ms", target_ms}, {"held", slo.p99_itl_ms <= target_ms},
                 {"best_fixed", best ? json(best->budget.label) : json(nullptr)}};
+}
+
+// The same step late in the prompt against early: a chunk also attends to
+// every position of the prompt before it, which a line in tokens cannot see.
+void print_chunk_growth(const std::vector<Row>& rows) {
+    bool header = false;
+    for (const Row& r : rows) {
+        if (r.full_chunks < 3) continue;  // too few chunks to compare a start with an end
+        if (!header) std::printf("  the same full step, early in the prompt and late (each chunk attends to the "
+                                 "prompt before it):\n");
+        header = true;
+        std::printf("    budget %-5s %3d full steps: first %.1f ms, last %.1f ms (x%.2f)\n", r.budget.label.c_str(),
+                    r.full_chunks, r.first_full_chunk_ms, r.last_full_chunk_ms,
+                    r.last_full_chunk_ms / r.first_full_chunk_ms);
+    }
 }
 
 void print_row(const Row& r, const Row& unchunked) {
@@ -287,7 +337,7 @@ std::vector<Row> sweep(const std::shared_ptr<const Model>& model, const Options&
     std::vector<std::vector<Row>> runs(budgets.size());
     for (int rep = 0; rep < o.repeats; rep++)
         for (std::size_t i = 0; i < budgets.size(); i++) {
-            runs[i].push_back(run_budget(model, o, w, budgets[i], target_ms));
+            runs[i].push_back(run_budget(model, o, w, budgets[i], target_ms, rep));
             if (target_ms == 0) target_ms = kAutoTargetSteps * runs[i].back().p50_decode_ms;
             if (!o.quiet)
                 std::fprintf(stderr, "  repeat %d/%d, budget %s: %lld steps, %.1f s\n", rep + 1, o.repeats,
@@ -313,7 +363,7 @@ void check_options(const Options& o, int context) {
     if (o.prompt_len + o.newcomer_tokens > context)
         fail("--prompt-len {} + --newcomer-tokens {} do not fit the model's context of {} positions", o.prompt_len,
              o.newcomer_tokens, context);
-    if (!std::isfinite(o.slo_ms)) fail("--slo-ms {}: give the target in ms (0: 4 decode steps, measured)", o.slo_ms);
+    if (!std::isfinite(o.slo_ms)) fail("--slo-ms {}: give the target in ms (0: 8 decode steps, measured)", o.slo_ms);
     if (o.slo_ms == 0 && o.arrive_after < 2)
         fail("--slo-ms 0 takes the target from the streams' decode steps before the prompt arrives: give "
              "--arrive-after 2 or more, or a target in ms with --slo-ms");
@@ -327,6 +377,7 @@ int run(Options& o) {
     if (o.lab.device != "cpu")
         fail("--device {}: this lab runs the paged engine, which runs on the CPU only", o.lab.device);
     try_exercise();
+    const auto timeline = cli::open_timeline(o.timeline, o.lab.device, "lab 08");
     cli::Session s = cli::load_session(o.lab);
     const auto& model = s.loaded.model;
     const int context = model->config.max_seq_len;
@@ -356,6 +407,7 @@ int run(Options& o) {
     }
     std::printf("  %s\n", same ? "every row gave every request the same tokens (ok)"
                                : "TOKENS DIFFER between rows (check failed): a chunk skipped or fed twice?");
+    print_chunk_growth(rows);
     json j;
     print_slo(rows, target_ms, j);
     j["model"] = o.lab.model;
@@ -364,6 +416,7 @@ int run(Options& o) {
     for (const Row& r : rows) j["budgets"].push_back(row_json(r));
     j["budgets_swept"] = o.budgets;
     j["same_tokens"] = same;
+    cli::finish_timeline(timeline.get(), o.timeline.path);
     write_csv(o.out, rows);
     lab::write_lab_json(o.lab, j);
     lab::draw_plot("labs/track2/08-chunked-prefill", o.out, o.no_plot,
@@ -406,7 +459,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1 << 20))->capture_default_str();
     app.add_option("--arrive-after", o.arrive_after, "steps the streams run before the prompt arrives")
         ->check(CLI::Range(0, 1 << 20))->capture_default_str();
-    app.add_option("--slo-ms", o.slo_ms, "the p99 ITL target of your controller (the row \"slo\"); 0: 4 decode steps, "
+    app.add_option("--slo-ms", o.slo_ms, "the p99 ITL target of your controller (the row \"slo\"); 0: 8 decode steps, "
                    "measured in the first run")->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--repeats", o.repeats, "runs of every budget; the table shows medians")
         ->check(CLI::Range(1, 100))->capture_default_str();
@@ -414,5 +467,9 @@ int main(int argc, char** argv) {
     app.add_option("--out,-o", o.out, "folder for budgets.csv and the plot")->capture_default_str();
     app.add_flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
     app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
+    cli::add_timeline(&app, o.timeline,
+                      "One process per run (each budget, then your controller, each repeat): its scheduler's "
+                      "steps with the batch as args, one track per request (queued, prefill chunks, decode), "
+                      "counters of KV blocks and requests. --timeline-detail phases keeps it small.");
     return lab::run_lab(app, argc, argv, [&] { return run(o); });
 }

@@ -31,6 +31,7 @@
 #include "base/hardware.hpp"
 #include "measure/roofline.hpp"
 #include "plot.hpp"
+#include "serve/disagg/disagg_timeline.hpp"
 #include "serve/disagg/link_probe.hpp"
 #include "serve/disagg/mpi_session.hpp"
 #include "serve/disagg/router.hpp"
@@ -38,6 +39,7 @@
 #include "serve/paged_serving_engine.hpp"
 #include "serve/replay.hpp"
 #include "load/model_source.hpp"
+#include "timeline_option.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -72,6 +74,7 @@ struct Options {
     double stall_after = 1;
     std::string out = "lab09-results";
     bool no_plot = false, quiet = false;
+    cli::TimelineOptions timeline;
 };
 
 // ---- [1] The exercise, through the interface the workers call.
@@ -133,7 +136,7 @@ serve::ReplayResult run_colocated(std::shared_ptr<const Model> model, const Opti
     serve::ContinuousBatching policy;
     // ignore_eos: every request produces its max_tokens in both modes (the decode workers ignore EOS too).
     serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, std::nullopt});
-    return serve::replay(s, trace, reqs, !o.quiet);
+    return serve::replay(s, trace, reqs, !o.quiet, "colocated");  // a process of its own on a timeline
 }
 
 // ---- Reports.
@@ -277,6 +280,8 @@ struct Launch {
 
 int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     check_options(o, mpi);
+    // Rank 0 alone records, from the times the router collects (disagg_timeline.hpp).
+    const auto timeline = cli::open_timeline(o.timeline, o.lab.device, "lab 09");
     cli::Session s = cli::load_session(o.lab);
     auto model = s.loaded.model;
     const Config& c = model->config;
@@ -301,6 +306,7 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
                     "    by hand: mpirun -n 3 --oversubscribe %s --prefill 1 --decode 1\n", "build/labs/track2/09-disaggregation/09-disaggregation");
         std::printf("\n  mode            TTFT p50      p99  ITL p50      p99  p99 long arriving  p99 none arriving  tok/s\n");
         print_mode("colocated", cs);
+        cli::finish_timeline(timeline.get(), o.timeline.path);
         return lab::finish(true);
     }
     launch.tell(mpi, kGo, max_len(reqs, c.max_seq_len));
@@ -311,6 +317,11 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
                 plan.size() > 1 ? ", each as its layers are computed" : ", after the prefill");
     dg::RouterOptions ro{{o.prefill, o.decode}, o.rank_timeout, !o.quiet};
     const dg::DisaggResult d = dg::run_router(trace, reqs, ro);
+    if (timeline)
+        dg::record_disagg_run(timeline->timeline(),
+                              fmt::format("disaggregated: {} prefill + {} decode workers", o.prefill, o.decode),
+                              ro.layout, d);
+    cli::finish_timeline(timeline.get(), o.timeline.path);
     const ModeSummary ds = summarize(d.timings, d.duration_s, long_from);
 
     print_transfers(d);
@@ -443,6 +454,11 @@ int main(int argc, char** argv) {
     app.add_option("--out,-o", o.out, "folder for the CSVs and the plot")->capture_default_str();
     app.add_flag("--no-plot", o.no_plot, "write the CSVs only; print the command that draws them");
     app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
+    cli::add_timeline(&app, o.timeline,
+                      "Written by rank 0: the colocated replay (its scheduler's steps, one track per request) and "
+                      "the disaggregated run (a track per prefill rank, a counter of the sequences on each decode "
+                      "rank, one track per request: queued, prefill, the KV transfer the prefill did not hide, "
+                      "decode). --timeline-detail phases keeps it small.");
     if (mpi.rank() != 0) return run_worker_rank(app, argc, argv, o, mpi);
     Launch launch;
     const int rc = lab::run_lab(app, argc, argv, [&] { return run_router_rank(o, mpi, launch); });

@@ -32,7 +32,7 @@ public:
 
     DisaggResult run() {
         wait_until_ready();
-        start_ = now_s();
+        start_ = r_.start_steady_s = now_s();
         double last_progress = start_;
         while (completed_ < reqs_.size()) {
             dispatch_arrivals();
@@ -83,6 +83,7 @@ private:
             const Request& q = reqs_[id];
             const int p = L.prefill_rank(int(next_) % L.prefill), d = L.decode_rank(int(next_) % L.decode);
             decode_of_[id] = d, prefill_of_[id] = p;
+            r_.transfers[id].prefill_rank = p, r_.transfers[id].decode_rank = d;
             std::vector<int> m = {int(id), d, q.max_tokens};
             m.insert(m.end(), q.prompt.begin(), q.prompt.end());
             outbox_.send(std::move(m), p, kRequest);

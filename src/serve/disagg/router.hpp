@@ -24,6 +24,7 @@ struct TransferRecord {
     double first_send_s = 0;  // the first KV message posted (before prefill_end_s when per layer)
     double kv_ready_s = 0;    // the decode worker holds every block, unpacked
     double bytes = 0;         // KV bytes sent
+    int prefill_rank = 0, decode_rank = 0;  // the workers the router gave the request to
     double exposed_s() const { return kv_ready_s - prefill_end_s; }  // what the transfer adds after the prefill
     double wire_s() const { return kv_ready_s - first_send_s; }      // first post to last block in place
 };
@@ -33,6 +34,7 @@ struct DisaggResult {
     std::vector<std::vector<int>> output_ids;  // (requests)
     std::vector<TransferRecord> transfers;     // (requests)
     double duration_s = 0;                     // start to the last token
+    double start_steady_s = 0;                 // the start, on now_s()'s clock (wire.hpp)
 };
 
 struct RouterOptions {

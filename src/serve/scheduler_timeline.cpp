@@ -1,31 +1,37 @@
-#include "serve/replay_timeline.hpp"
+#include "serve/scheduler_timeline.hpp"
 
 #include <fmt/format.h>
 
+#include "common.hpp"
+
 namespace pd::serve {
 
-ReplayTimeline::ReplayTimeline(Timeline& tl, const std::string& process, std::span<const Request> requests)
+SchedulerTimeline::SchedulerTimeline(Timeline& tl, const std::string& process)
     : tl_(tl), process_(process.empty() ? 1 : tl.add_process(process)), engine_before_(tl.engine_place()) {
     tl_.name_track({process_, 1}, "scheduler", 0);
     tl_.set_engine_place({process_, 1});  // each step's forward pass nests in its step span
-    requests_.resize(requests.size());
-    for (std::size_t i = 0; i < requests.size(); i++) {
-        requests_[i].prompt_tokens = int(requests[i].prompt.size());
-        tl_.name_track(request_place(requests[i].id), fmt::format("request {}", requests[i].id), 10 + int(i));
-    }
 }
 
-ReplayTimeline::~ReplayTimeline() { tl_.set_engine_place(engine_before_); }
+SchedulerTimeline::~SchedulerTimeline() { tl_.set_engine_place(engine_before_); }
 
-void ReplayTimeline::start(const Trace& trace) {
-    const std::int64_t start_ns = tl_.now_ns();
-    for (std::size_t i = 0; i < requests_.size(); i++)
-        requests_[i].arrival_ns = requests_[i].wait_since_ns = start_ns + std::int64_t(trace[i].arrival_s * 1e9);
+void SchedulerTimeline::add_request(int id, int prompt_tokens, std::int64_t arrival_ns) {
+    RequestTrack& r = requests_[id];
+    r = RequestTrack{};
+    r.arrival_ns = r.wait_since_ns = arrival_ns;
+    r.prompt_tokens = prompt_tokens;
+    tl_.name_track(request_place(id), fmt::format("request {}", id), 10 + id);
 }
 
-void ReplayTimeline::step_begins() { step_start_ns_ = tl_.now_ns(); }
+// A request the scheduler names was added first; an unknown one is a caller's bug.
+SchedulerTimeline::RequestTrack& SchedulerTimeline::track(int request) {
+    const auto it = requests_.find(request);
+    if (it == requests_.end()) fail("internal error: request {} on the timeline before it was added", request);
+    return it->second;
+}
 
-void ReplayTimeline::step_ends(const Scheduler& s, std::span<const TokenEvent> events) {
+void SchedulerTimeline::step_begins() { step_start_ns_ = tl_.now_ns(); }
+
+void SchedulerTimeline::step_ends(const Scheduler& s, std::span<const TokenEvent> events) {
     step_end_ns_ = tl_.now_ns();
     steps_++;
     record_waits(s);
@@ -38,13 +44,13 @@ void ReplayTimeline::step_ends(const Scheduler& s, std::span<const TokenEvent> e
 
 // An admitted request's wait ends where the step began; a preempted one's
 // begins there (a request admitted and preempted in one step has both).
-void ReplayTimeline::record_waits(const Scheduler& s) {
+void SchedulerTimeline::record_waits(const Scheduler& s) {
     for (int id : s.admitted()) {
-        RequestTrack& r = requests_[std::size_t(id)];
+        RequestTrack& r = track(id);
         tl_.span(request_place(id), r.waiting_as, "request", r.wait_since_ns, step_start_ns_);
     }
     for (int id : s.preempted()) {
-        RequestTrack& r = requests_[std::size_t(id)];
+        RequestTrack& r = track(id);
         r.wait_since_ns = step_start_ns_;
         r.waiting_as = "preempted";
         r.recomputes = r.recomputes || r.ran;
@@ -53,11 +59,11 @@ void ReplayTimeline::record_waits(const Scheduler& s) {
 }
 
 // The step on the scheduler's track, and each item on its request's track.
-void ReplayTimeline::record_batch(const Scheduler& s) {
+void SchedulerTimeline::record_batch(const Scheduler& s) {
     const StepCounts& c = s.last_step();
     std::string batch;
     for (const StepItem& it : s.last_batch()) {
-        RequestTrack& r = requests_[std::size_t(it.request)];
+        RequestTrack& r = track(it.request);
         const char* what = it.decode ? "decode" : r.recomputes ? "recompute" : "prefill";
         r.ran = true;
         tl_.span(request_place(it.request), what, "request", step_start_ns_, step_end_ns_,
@@ -77,9 +83,9 @@ void ReplayTimeline::record_batch(const Scheduler& s) {
               {"batch", 0, batch.empty() ? "(empty)" : batch}});
 }
 
-void ReplayTimeline::record_tokens(std::span<const TokenEvent> events) {
+void SchedulerTimeline::record_tokens(std::span<const TokenEvent> events) {
     for (const TokenEvent& e : events) {
-        RequestTrack& r = requests_[std::size_t(e.request)];
+        RequestTrack& r = track(e.request);
         if (e.token >= 0) {
             if (r.output_tokens++ == 0) {
                 r.first_token_ns = step_end_ns_;
@@ -90,8 +96,8 @@ void ReplayTimeline::record_tokens(std::span<const TokenEvent> events) {
     }
 }
 
-void ReplayTimeline::finish_request(int request, const char* reason) {
-    const RequestTrack& r = requests_[std::size_t(request)];
+void SchedulerTimeline::finish_request(int request, const char* reason) {
+    const RequestTrack& r = track(request);
     const TimelinePlace at = request_place(request);
     tl_.instant(at, "finished", "request", step_end_ns_, {{"reason", 0, reason}});
     std::vector<TimelineArg> args = {{"prompt tokens", double(r.prompt_tokens), {}},
@@ -99,6 +105,7 @@ void ReplayTimeline::finish_request(int request, const char* reason) {
                                      {"finish reason", 0, reason}};
     if (r.first_token_ns >= 0) args.push_back({"ttft ms", double(r.first_token_ns - r.arrival_ns) / 1e6, {}});
     tl_.span(at, {"request", request}, "request", r.arrival_ns, step_end_ns_, std::move(args));
+    requests_.erase(request);
 }
 
 }  // namespace pd::serve

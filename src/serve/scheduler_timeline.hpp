@@ -1,5 +1,6 @@
-// A replay (replay.hpp) on the timeline (base/timeline.hpp), when one is
-// being recorded:
+// The scheduler's steps and its requests on the timeline (base/timeline.hpp),
+// when one is being recorded: serve-sim's replay (replay.hpp) and pdlab
+// serve's batching worker (batching_worker.hpp) both record through this.
 //   track "scheduler"   one span per step, its batch as args (decode rows,
 //                       prefill chunks, preemptions, running and waiting
 //                       requests, "r3 decode@40, r7 prefill 64@0"); the
@@ -18,26 +19,28 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <vector>
+#include <unordered_map>
 
 #include "base/timeline.hpp"
 #include "serve/scheduler.hpp"
-#include "serve/trace.hpp"
 
 namespace pd::serve {
 
-class ReplayTimeline {
+class SchedulerTimeline {
 public:
-    // Names the tracks. `process`: empty records on the program's own
-    // process (1), else on a new one of that name (a program that replays
-    // several traces).
-    ReplayTimeline(Timeline& tl, const std::string& process, std::span<const Request> requests);
-    ~ReplayTimeline();  // the engine records on its former track again
-    ReplayTimeline(const ReplayTimeline&) = delete;
-    ReplayTimeline& operator=(const ReplayTimeline&) = delete;
+    // Names the scheduler's track. `process`: empty records on the program's
+    // own process (1), else on a new one of that name (a program that
+    // replays several traces).
+    SchedulerTimeline(Timeline& tl, const std::string& process);
+    ~SchedulerTimeline();  // the engine records on its former track again
+    SchedulerTimeline(const SchedulerTimeline&) = delete;
+    SchedulerTimeline& operator=(const SchedulerTimeline&) = delete;
 
-    // Call right before the replay's clock starts: arrival times count from then.
-    void start(const Trace& trace);
+    // A request the scheduler was given (or will be: a replay adds its whole
+    // trace first), arriving at `arrival_ns` on the timeline's clock. Ids are
+    // the scheduler's Request::id; a request's track is dropped from memory
+    // once it finishes, so a long-running server holds only its live ones.
+    void add_request(int id, int prompt_tokens, std::int64_t arrival_ns);
     void step_begins();
     // After scheduler.step() returned `events`.
     void step_ends(const Scheduler& scheduler, std::span<const TokenEvent> events);
@@ -53,6 +56,7 @@ private:
         std::int64_t first_token_ns = -1;
     };
     TimelinePlace request_place(int request) const { return {process_, 10 + request}; }
+    RequestTrack& track(int request);
     void record_waits(const Scheduler& s);
     void record_batch(const Scheduler& s);
     void record_tokens(std::span<const TokenEvent> events);
@@ -61,7 +65,7 @@ private:
     Timeline& tl_;
     int process_ = 1;
     TimelinePlace engine_before_;
-    std::vector<RequestTrack> requests_;  // by Request::id (the trace index)
+    std::unordered_map<int, RequestTrack> requests_;  // live ones, by Request::id
     std::int64_t step_start_ns_ = 0, step_end_ns_ = 0;
     long long steps_ = 0;
 };
