@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Grades a small class of lab 08, 09 or 15 with pdlab-grade and checks every
-row (issue 33: the track 2 labs graded like lab 03, whose classes are
-grade_fake_class.py and grade_hostile_class.py; issue 34: lab 15 too).
+"""Grades a small class of lab 08, 09, 15 or 16 with pdlab-grade and checks
+every row (issue 33: the track 2 labs graded like lab 03, whose classes are
+grade_fake_class.py and grade_hostile_class.py; issue 34: labs 15 and 16 too).
 
 Students:
   honest         the reference solution: full marks
@@ -15,7 +15,7 @@ Students:
                  function handed to the engine's twin: every test passes, the
                  rubric's points for that symbol are taken off, flagged "forbidden"
 
-Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15 [--absent WHAT]
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|16 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
 (meson: skipped), never a pass; so too without the lab's solution and rubric,
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
@@ -55,6 +55,12 @@ WRONG = {
         "solution": "const int kv = h / group;",
         "student": "const int kv = h % cache.n_kv_heads;",
         "broken": {"attention over the cache", "decoder layer", "whole forward", "greedy generation"},
+    },
+    "16": {
+        "what": "shard_layer takes each rank's k rows at its q heads' offset (KV heads numbered like query heads)",
+        "solution": "take_rows(full.qkv, Q + p.kv_first * hd, p.kv_heads * hd, s.qkv);",
+        "student": "take_rows(full.qkv, Q + p.q_first * hd, p.kv_heads * hd, s.qkv);",
+        "broken": {"the slices", "the split model"},
     },
 }
 

@@ -12,9 +12,9 @@ without going through ./kit itself (which would rebuild):
                         run to the end and must exit 0 within their budget;
                         the others run with PDLAB_ARGS_ONLY=1, which stops the
                         program once ARGS have parsed (a lab run takes minutes:
-                        too long for CI), and must exit 0. Lab 09 goes through
-                        its mpirun.sh, as ./kit does: every rank parses ARGS;
-                        skipped where Open MPI is absent (lab 09 not built).
+                        too long for CI), and must exit 0. Labs 09 and 16 go
+                        through their mpirun.sh, as ./kit does: every rank parses
+                        ARGS; skipped where Open MPI is absent (not built).
   ./kit pdlab ARGS      pdlab with ARGS, to the end, within BUDGET_S; the
                         long-running subcommands (serve, bench of a 125M model)
                         only with --help, which still rejects an unknown one.
@@ -92,6 +92,18 @@ def lab_program(build, lab):
     return None
 
 
+def mpi_launcher(kit, lab):
+    """The lab's mpirun.sh (labs 09 and 16 run as MPI ranks), or None."""
+    for track in sorted(os.listdir(os.path.join(kit, "labs"))):
+        folder = os.path.join(kit, "labs", track)
+        if os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                script = os.path.join(folder, name, "mpirun.sh")
+                if name.startswith(lab) and os.path.exists(script):
+                    return script
+    return None
+
+
 def has_gpu():
     return shutil.which("nvidia-smi") is not None and subprocess.run(
         ["nvidia-smi", "-L"], capture_output=True).returncode == 0
@@ -120,15 +132,14 @@ def check(cmd, kit, build, suites, gpu, scratch):
     verb, args = words[0], words[1:]
     if verb == "run":
         prog = lab_program(build, args[0]) if args else None
-        mpi_lab = bool(args) and args[0].startswith("09")
-        if mpi_lab and not shutil.which("mpirun"):
-            return "skip", "needs Open MPI (mpirun not found; lab 09 is not built without it)"
+        launcher = mpi_launcher(kit, args[0]) if args else None
+        if launcher and not shutil.which("mpirun"):
+            return "skip", "needs Open MPI (mpirun not found; the lab's program is not built without it)"
         if not prog or not os.path.exists(prog):
             return "FAIL", f"no lab program for \"{args[0] if args else ''}\" in {build}/labs"
         full = cmd in FULL
-        if mpi_lab:  # the ranks counted and started as ./kit run 09 does
-            prog = os.path.join(kit, "labs", "track2", "09-disaggregation", "mpirun.sh")
-            argv = [prog, lab_program(build, args[0])] + args[1:]
+        if launcher:  # the ranks counted and started as ./kit run does
+            argv = [launcher, prog] + args[1:]
         else:
             argv = [prog] + args[1:]
         ok, how = run(argv, cwd=scratch, env=None if full else {"PDLAB_ARGS_ONLY": "1"})
