@@ -30,7 +30,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kDefaultModel =
-    "synthetic:llama,dim=512,ffn=1536,layers=8,heads=8,kv_heads=2,vocab=4096,ctx=1024";
+    "synthetic:llama,dim=256,ffn=768,layers=4,heads=4,kv_heads=2,vocab=4096,ctx=1024";
 
 struct Options {
     cli::CommonOptions lab;

@@ -105,12 +105,18 @@ TEST_CASE("lab17.config.within_the_cap") {
         const MemoryCap cap{in.integer(int(t.longest) + 16, 20000)};
         const Slo slo{in.uniform(200, 3000), in.uniform(20, 200)};
         const ServeConfig c = choose_config(t, slo, random_cost(in), cap);
-        observe("config: trial " + std::to_string(trial),
-                std::vector<int>{c.max_seqs, c.max_tokens_per_step, c.block_size, c.kv_blocks, int(c.prefix_caching)});
+        std::string refused;
+        try {
+            check_config(c, cap, t.longest);
+        } catch (const pd::UserError& e) {
+            refused = e.what();
+        }
+        // Configurations differ between correct solutions: only the verdict is compared.
+        observe("config: trial " + std::to_string(trial) + " accepted", refused.empty());
         INFO("trial " << trial << ": cap " << cap.kv_positions << " positions, longest request " << t.longest);
         INFO("yours: max_seqs " << c.max_seqs << ", budget " << c.max_tokens_per_step << ", " << c.kv_blocks
                                 << " blocks of " << c.block_size);
-        CHECK_NOTHROW_MESSAGE(check_config(c, cap, t.longest), "the kit refuses this configuration (check_config)");
+        CHECK_MESSAGE(refused.empty(), "the kit refuses your configuration: " << refused);
     }
 }
 
@@ -144,7 +150,8 @@ TEST_CASE("lab17.limits.random_states") {
         CHECK_MESSAGE(std::includes(waiting.begin(), waiting.end(), once.begin(), once.end()),
                       "admit: only waiting ids");
         p.build_batch(live.view(), lim, batch);
-        observe("limits: trial " + std::to_string(trial), admitted);
+        // Admissions and batches differ between correct policies: only retire's set is compared.
+        observe("limits: trial " + std::to_string(trial) + " retired", std::vector<int>(cancelled.begin(), cancelled.end()));
         INFO("budget " << lim.max_tokens_per_step << "; batch " << show(batch));
         int tokens = 0;
         std::set<int> seen;
@@ -242,7 +249,9 @@ TEST_CASE("lab17.goodput.beats_the_baseline") {
             pd::serve::StepPolicy& policy = baseline ? static_cast<pd::serve::StepPolicy&>(base) : mine;
             goodput[baseline] = score(replay_on(engine, policy, cfg, w.trace, w.reqs, virtual_clock(cost), false), kSlo).goodput;
         }
-        observe("goodput seed " + std::to_string(seed), std::vector<double>{goodput[0], goodput[1]});
+        // Your goodput may beat the reference's: only the verdict and the baseline's are compared.
+        observe("goodput seed " + std::to_string(seed) + " at least the baseline's", goodput[0] >= goodput[1]);
+        observe("goodput seed " + std::to_string(seed) + " baseline", goodput[1], {0, 1e-12});
         INFO("trace seed " << seed << ": yours " << goodput[0] << " req/s, the baseline " << goodput[1] << " req/s");
         CHECK_MESSAGE(goodput[0] >= goodput[1], "your goodput must be at least the baseline's");
     }
@@ -260,6 +269,7 @@ TEST_CASE("lab17.kit.virtual_clock") {
     const auto r = replay_on(engine, policy, {}, trace, reqs, virtual_clock({10, 1, 0.5}), false);
     const std::vector<double> want = {0.519, 0.5325, 0.5465};
     REQUIRE(r.timings[0].token_s.size() == 3);
+    observe("virtual token times", r.timings[0].token_s, {1e-12, 0});
     for (std::size_t i = 0; i < 3; i++) CHECK(r.timings[0].token_s[i] == doctest::Approx(want[i]).epsilon(1e-12));
     CHECK(score(r, {19.001, 14.001}).good == 1);
     CHECK(score(r, {18.9, 14.001}).good == 0);  // the TTFT objective missed by 0.1 ms
