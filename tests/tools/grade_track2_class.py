@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Grades a small class of lab 08 or lab 09 with pdlab-grade and checks every
+"""Grades a small class of lab 08, 09 or 17 with pdlab-grade and checks every
 row (issue 33: the track 2 labs graded like lab 03, whose classes are
-grade_fake_class.py and grade_hostile_class.py).
+grade_fake_class.py and grade_hostile_class.py; issue 34: lab 17, whose last
+output check scales its points with goodput: honest gets all of them, a
+forger none).
 
 Students:
   honest         the reference solution: full marks
@@ -12,7 +14,7 @@ Students:
   test_caller    the solution plus a call into the tests' own code (forgers.py):
                  0 in total, flagged "forbidden"
 
-Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09 [--absent WHAT]
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|17 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
 (meson: skipped), never a pass; so too without the lab's solution and rubric,
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
@@ -46,6 +48,13 @@ WRONG = {
         "solution": "const double exposed = done - c.prefill_ms;",
         "student": "const double exposed = transfer_ms;",
         "broken": {"when splitting pays"},
+    },
+    "17": {
+        "what": "admit takes one more than the room: the Scheduler stops it (more than max_seqs would run)",
+        "solution": "if (int(out.size()) == room) break;",
+        "student": "if (int(out.size()) == room + 1) break;",
+        "broken": {"the policy's rules", "tokens as if alone", "goodput at least the baseline's", "lab program",
+                   "goodput against the reference"},
     },
 }
 

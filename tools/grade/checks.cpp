@@ -288,7 +288,7 @@ void judge_student_output(const Context& c, const Check& k, const json& doc, con
     if (!k.compare.scale.any()) return;
     std::string why;
     const double share = scaled_share(doc, want, k.compare.scale, why);
-    res.points = k.points * share;
+    res.points = std::round(k.points * share * 100) / 100;  // to a hundredth of a point, for the gradebook
     if (share > 0) {
         res.detail += "; " + why;
         return;
