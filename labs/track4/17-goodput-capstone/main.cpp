@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/timing.hpp"
+#include "common.hpp"
 #include "exercise.hpp"
 #include "goodput_kit.hpp"
 #include "lab_main.hpp"
@@ -123,6 +124,11 @@ void print_summary(const lab17::TraceSummary& t) {
 }
 
 int run(Options& o) {
+    // The grade is on the virtual clock, so a GPU would change no score; the
+    // tokens check's exactness is established for the CPU's f32 kernels only.
+    if (o.lab.device != "cpu")
+        fail("--device {}: this lab's replays run the paged engine on the CPU only (the score is on a "
+             "virtual clock, so a GPU would not change it)", o.lab.device);
     const lab17::MemoryCap cap;
     cli::Session s = cli::load_session(o.lab);
     const int vocab = s.loaded.model->config.vocab_size;
