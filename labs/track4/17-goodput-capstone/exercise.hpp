@@ -59,7 +59,7 @@ public:
 private:
     Slo slo_;
     StepCostModel cost_;
-    std::vector<int> order_;  // scratch for sorting ids (reserve it once; a step should not allocate)
+    std::vector<int> order_;  // scratch for sorting ids: it grows to the most ids once, then a step allocates nothing
 };
 
 }  // namespace pd::lab17

@@ -204,22 +204,19 @@ TraceSummary summarize(const pd::serve::Trace& trace, std::span<const pd::serve:
 
 Score score(const pd::serve::ReplayResult& r, const Slo& slo) {
     Score s;
-    std::vector<double> ttft, itl, worst;
+    std::vector<double> ttft, itl;
     for (const auto& t : r.timings) {
         if (!t.completed || t.token_s.empty()) continue;
         const pd::serve::RequestLatency l = pd::serve::request_latency(t);
         const double gap = l.itl_ms.empty() ? 0 : *std::max_element(l.itl_ms.begin(), l.itl_ms.end());
         ttft.push_back(l.ttft_ms);
         itl.insert(itl.end(), l.itl_ms.begin(), l.itl_ms.end());
-        worst.push_back(gap);
         s.good += l.ttft_ms <= slo.ttft_ms && gap <= slo.itl_ms;
     }
     s.duration_s = r.duration_s;
     s.goodput = r.duration_s > 0 ? s.good / r.duration_s : 0;
-    const auto t = pd::serve::summarize_metric(ttft), i = pd::serve::summarize_metric(itl),
-               w = pd::serve::summarize_metric(worst);
+    const auto t = pd::serve::summarize_metric(ttft), i = pd::serve::summarize_metric(itl);
     s.ttft_p50_ms = t.median, s.ttft_p99_ms = t.p99, s.itl_p50_ms = i.median, s.itl_p99_ms = i.p99;
-    s.worst_gap_p50_ms = w.median;
     return s;
 }
 

@@ -134,8 +134,7 @@ struct Score {
     int good = 0;             // requests meeting both SLOs
     double goodput = 0;       // good / duration (req/s)
     double duration_s = 0;
-    double ttft_p50_ms = 0, ttft_p99_ms = 0, itl_p50_ms = 0, itl_p99_ms = 0;
-    double worst_gap_p50_ms = 0;  // median over requests of the longest gap
+    double ttft_p50_ms = 0, ttft_p99_ms = 0, itl_p50_ms = 0, itl_p99_ms = 0;  // ITL: every gap, pooled
 };
 Score score(const pd::serve::ReplayResult& r, const Slo& slo);
 

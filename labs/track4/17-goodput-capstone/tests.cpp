@@ -8,7 +8,6 @@
 //   build/labs/track4/17-goodput-capstone/lab17_tests --test-case='lab17.goodput.*'
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 #include <string>
 
