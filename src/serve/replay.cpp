@@ -105,7 +105,7 @@ void record(ReplayResult& out, std::span<const TokenEvent> events, double t, int
 }  // namespace
 
 ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Request> requests,
-                    bool progress, const std::string& timeline_process) {
+                    bool progress, const std::string& timeline_process, const StepClock& clock) {
     ReplayResult out;
     out.finished.assign(requests.size(), FinishReason::none);
     out.output_ids.resize(requests.size());
@@ -123,18 +123,25 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
                                   start_ns + std::int64_t(trace[i].arrival_s * 1e9));
     }
     const double t0 = now_ms();
+    double virtual_s = 0;  // the StepClock's time: the sum of the steps' costs and idle gaps
+    auto time_now = [&] { return clock ? virtual_s : (now_ms() - t0) / 1e3; };
     double last_note = 0;
     while (next < order.size() || !scheduler.idle()) {
-        double t = (now_ms() - t0) / 1e3;
+        double t = time_now();
         for (; next < order.size() && trace[order[next]].arrival_s <= t; next++)
             scheduler.add(requests[order[next]]);
         if (scheduler.idle()) {  // nothing to do until the next arrival
-            std::this_thread::sleep_for(std::chrono::duration<double>(trace[order[next]].arrival_s - t));
+            const double arrival_s = trace[order[next]].arrival_s;
+            if (clock)
+                virtual_s = arrival_s;  // exactly, so that the arrival is due at once
+            else
+                std::this_thread::sleep_for(std::chrono::duration<double>(arrival_s - t));
             continue;
         }
         if (timeline) timeline->step_begins();
         const auto events = scheduler.step();
-        t = (now_ms() - t0) / 1e3;
+        if (clock) virtual_s += clock(scheduler);
+        t = time_now();
         if (timeline) timeline->step_ends(scheduler, events);
         record(out, events, t, done);
         out.steps++;
@@ -148,6 +155,7 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
             last_note = t;
         }
     }
+    out.wall_s = (now_ms() - t0) / 1e3;
     return out;
 }
 

@@ -4,6 +4,7 @@
 // client would see, minus the network). pdlab serve-sim and lab 06 use it.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -67,16 +68,25 @@ struct ReplayResult {
     std::vector<RequestTiming> timings;   // (requests) in trace order, times from the start
     std::vector<FinishReason> finished;   // (requests)
     std::vector<std::vector<int>> output_ids;  // (requests) the tokens each got
-    double duration_s = 0;                // start to the last token
+    double duration_s = 0;                // start to the last token (on the replay's clock)
+    double wall_s = 0;                    // the same on the wall clock (equal without a StepClock)
     long long steps = 0, preemptions = 0;
     long long max_batch = 0;              // most sequences in one step's batch
 };
 
+// A virtual clock: the seconds the step just run takes, from what it ran
+// (Scheduler::last_batch()). With one, a replay's times are the sum of its
+// steps' costs, the same on every machine and under any load, and an idle
+// scheduler jumps to the next arrival instead of sleeping (lab 17 grades on it).
+using StepClock = std::function<double(const Scheduler&)>;
+
 // Runs `requests` (from trace_requests) arriving at the trace's times through
-// `scheduler` until all finish. `progress`: a line on stderr about once a second.
-// When a timeline is recorded, the replay goes on it (scheduler_timeline.hpp):
-// on the program's own process, or on a new one named `timeline_process`.
+// `scheduler` until all finish, on the wall clock, or on `clock` when given.
+// `progress`: a line on stderr about once a second (of the replay's clock).
+// When a timeline is recorded, the replay goes on it (scheduler_timeline.hpp,
+// wall times): on the program's own process, or on a new one named `timeline_process`.
 ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Request> requests,
-                    bool progress, const std::string& timeline_process = "");
+                    bool progress, const std::string& timeline_process = "",
+                    const StepClock& clock = {});
 
 }  // namespace pd::serve

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Grades a small class of lab 08, 09, 15 or 16 with pdlab-grade and checks
+"""Grades a small class of lab 08, 09, 15, 16 or 17 with pdlab-grade and checks
 every row (issue 33: the track 2 labs graded like lab 03, whose classes are
-grade_fake_class.py and grade_hostile_class.py; issue 34: labs 15 and 16 too).
+grade_fake_class.py and grade_hostile_class.py; issue 34: labs 15, 16 and 17
+too; lab 17's last output check scales its points with goodput: honest gets
+all of them, a forger none).
 
 Students:
   honest         the reference solution: full marks
@@ -15,7 +17,7 @@ Students:
                  function handed to the engine's twin: every test passes, the
                  rubric's points for that symbol are taken off, flagged "forbidden"
 
-Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|16 [--absent WHAT]
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|16|17 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
 (meson: skipped), never a pass; so too without the lab's solution and rubric,
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
@@ -61,6 +63,13 @@ WRONG = {
         "solution": "take_rows(full.qkv, Q + p.kv_first * hd, p.kv_heads * hd, s.qkv);",
         "student": "take_rows(full.qkv, Q + p.q_first * hd, p.kv_heads * hd, s.qkv);",
         "broken": {"the slices", "the split model"},
+    },
+    "17": {
+        "what": "admit takes one more than the room: the Scheduler stops it (more than max_seqs would run)",
+        "solution": "if (int(out.size()) == room) break;",
+        "student": "if (int(out.size()) == room + 1) break;",
+        "broken": {"the policy's rules", "tokens as if alone", "goodput at least the baseline's", "lab program",
+                   "goodput against the reference"},
     },
 }
 

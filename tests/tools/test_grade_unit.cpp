@@ -202,6 +202,34 @@ TEST_CASE("tools.grade.compare.fields_and_tolerance") {
     CHECK_FALSE(is_ignored_key("items", CompareSpec::default_ignore()));
 }
 
+TEST_CASE("tools.grade.compare.scaled_points") {
+    // Lab 17's goodput: the student's number over the reference's, 0 points at
+    // x0.5, all at x1.0; hostile values earn nothing and never more than all.
+    ScaleSpec spec{"goodput", 0.5, 1.0};
+    const json want = json::parse(R"({"goodput": 10.0})");
+    auto share = [&](const char* got) {
+        std::string why;
+        return scaled_share(json::parse(got), want, spec, why);
+    };
+    CHECK(share(R"({"goodput": 10.0})") == doctest::Approx(1.0));
+    CHECK(share(R"({"goodput": 7.5})") == doctest::Approx(0.5));
+    CHECK(share(R"({"goodput": 5.0})") == doctest::Approx(0.0));
+    CHECK(share(R"({"goodput": 3.0})") == 0);
+    CHECK(share(R"({"goodput": 25.0})") == 1);      // better than the reference: all, no more
+    CHECK(share(R"({"goodput": 1e308})") == 1);     // the ratio overflows to inf: still all, no more
+    CHECK(share(R"({"goodput": -20.0})") == 0);     // negative
+    CHECK(share(R"({"goodput": null})") == 0);      // what NaN and inf become in JSON
+    CHECK(share(R"({"goodput": "10"})") == 0);      // a string
+    CHECK(share(R"({"goodput": [10]})") == 0);
+    CHECK(share(R"({"other": 10})") == 0);          // missing
+    CHECK(share(R"({"goodput": true})") == 0);
+    std::string why;
+    CHECK(scaled_share(want, json::parse(R"({"goodput": 0})"), spec, why) == 0);  // a reference of 0
+    CHECK(why.find("reference") != std::string::npos);
+    scaled_share(json::parse(R"({"goodput": 7.5})"), want, spec, why);
+    CHECK(why.find("x0.750") != std::string::npos);
+}
+
 TEST_CASE("tools.grade.rubric.parse") {
     auto r = parse_rubric(json::parse(R"({"lab":"03","checks":[
         {"name":"append","kind":"test","test_case":"lab03.kv_cache.*","points":25},
@@ -234,6 +262,19 @@ TEST_CASE("tools.grade.rubric.parse") {
     CHECK(fails(R"({"lab":"03","checks":[{"name":"a","kind":"test","test_case":"x","points":1},
                   {"name":"a","kind":"test","test_case":"y","points":1}]})")
               .find("two checks") != std::string::npos);
+    auto scaled = parse_rubric(json::parse(R"({"lab":"17","checks":[{"name":"a","kind":"output","args":[],
+        "compare":{"fields":[],"scale":{"field":"goodput","zero_at":0.5,"full_at":1}},"points":10}]})"), "r.json");
+    CHECK(scaled.checks[0].compare.scale.field == "goodput");
+    CHECK(scaled.checks[0].compare.scale.zero_at == 0.5);
+    CHECK(fails(R"({"lab":"17","checks":[{"name":"a","kind":"output","args":[],
+                  "compare":{"fields":[],"scale":{"field":"goodput","zero_at":1,"full_at":1}},"points":1}]})")
+              .find("zero_at < full_at") != std::string::npos);
+    CHECK(fails(R"({"lab":"17","checks":[{"name":"a","kind":"output","args":[],
+                  "compare":{"fields":[],"scale":{"field":"","zero_at":0,"full_at":1}},"points":1}]})")
+              .find("empty") != std::string::npos);
+    CHECK(fails(R"({"lab":"17","checks":[{"name":"a","kind":"output","args":[],
+                  "compare":{"fields":[],"scale":{"field":"g","zero_at":0,"full_at":1,"cap":2}},"points":1}]})")
+              .find("unknown key") != std::string::npos);
 }
 
 // A student's program controls its output: a 30,000-character line, a summary

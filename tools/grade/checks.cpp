@@ -239,13 +239,21 @@ std::optional<json> read_output_json(const Context& c, const fs::path& json_file
 }
 
 // The reference run has nothing to compare with: it passes when its own checks did.
-void judge_reference_output(const Check& k, const RunResult& out, CheckResult& res) {
+void judge_reference_output(const Check& k, const json& doc, const RunResult& out, CheckResult& res) {
     if (out.exit_code != 0) {
         res.outcome = Outcome::error;
         res.reason = fmt::format("the lab program ended with exit status {}: one of its own checks failed",
                                  out.exit_code);
         res.excerpt = last_lines(out.output, 30);
         return;
+    }
+    if (k.compare.scale.any()) {  // the value the students' scale against must itself be usable
+        std::string why;
+        if (!(scaled_share(doc, doc, k.compare.scale, why) > 0)) {
+            res.outcome = Outcome::error;
+            res.reason = "the reference's output cannot scale points: " + why;
+            return;
+        }
     }
     res.outcome = Outcome::passed;
     res.points = k.points;
@@ -277,6 +285,16 @@ void judge_student_output(const Context& c, const Check& k, const json& doc, con
     res.detail = k.compare.fields.empty() ? "the whole JSON matches"
                                           : fmt::format("{} field{} match", k.compare.fields.size(),
                                                         k.compare.fields.size() == 1 ? "" : "s");
+    if (!k.compare.scale.any()) return;
+    std::string why;
+    const double share = scaled_share(doc, want, k.compare.scale, why);
+    res.points = std::round(k.points * share * 100) / 100;  // to a hundredth of a point, for the gradebook
+    if (share > 0) {
+        res.detail += "; " + why;
+        return;
+    }
+    res.outcome = Outcome::wrong;
+    res.reason = "no points for " + why;
 }
 
 CheckResult run_output_check(const Context& c, const Check& k, std::size_t index, const fs::path& scratch,
@@ -307,7 +325,7 @@ CheckResult run_output_check(const Context& c, const Check& k, std::size_t index
     std::optional<json> doc = read_output_json(c, json_file, out, res);
     if (!doc) return res;
     if (produced) *produced = *doc;
-    if (!c.reference_json[index]) judge_reference_output(k, out, res);
+    if (!c.reference_json[index]) judge_reference_output(k, *doc, out, res);
     else judge_student_output(c, k, *doc, *c.reference_json[index], out, res);
     return res;
 }

@@ -1,5 +1,6 @@
 #include "compare.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -12,6 +13,28 @@ std::set<std::string> CompareSpec::default_ignore() {
             "time",    "times",   "timing",     "timings", "timestamp", "timestamps", "elapsed",
             "wall",    "clock",   "duration",   "latency", "latencies", "throughput", "tps",
             "gflops",  "tflops",  "gbps",       "bandwidth", "hostname",  "date"};
+}
+
+double scaled_share(const json& got, const json& want, const ScaleSpec& spec, std::string& why) {
+    const json* g = find_path(got, spec.field);
+    const json* w = find_path(want, spec.field);
+    if (!w || !w->is_number() || !(w->get<double>() > 0) || !std::isfinite(w->get<double>())) {
+        why = fmt::format("{}: the reference's value is not a number > 0", spec.field);
+        return 0;
+    }
+    if (!g || !g->is_number()) {
+        why = fmt::format("{}: {}", spec.field, g ? "not a number" : "missing");
+        return 0;
+    }
+    const double v = g->get<double>(), ratio = v / w->get<double>();
+    if (!std::isfinite(v) || !(v >= 0)) {
+        why = fmt::format("{}: {} is not a finite number >= 0", spec.field, v);
+        return 0;
+    }
+    const double share = std::clamp((ratio - spec.zero_at) / (spec.full_at - spec.zero_at), 0.0, 1.0);
+    why = fmt::format("{} {:.4g}, x{:.3f} the reference's {:.4g}: {:.0f}% of the points (0 at x{}, all at x{})",
+                      spec.field, v, ratio, w->get<double>(), 100 * share, spec.zero_at, spec.full_at);
+    return std::isfinite(share) ? share : 0;
 }
 
 bool is_ignored_key(const std::string& key, const std::set<std::string>& ignore) {

@@ -244,7 +244,9 @@ WHAT IT DOES
              all points when at least one test case ran and none failed.
     "output" checks run the lab program with the rubric's args and --json,
              and compare the named JSON fields with the reference solution's.
-  Every check is all or nothing. A compile error, a crash, a timeout or a wrong
+  Every check is all or nothing, except an output check whose "compare" has a
+  "scale": its points scale with one of the program's numbers against the
+  reference's (lab 17's goodput), never above full. A compile error, a crash, a timeout or a wrong
   answer scores 0 for what it affects, with the reason in the report; the run
   always goes on to the next student.
 

@@ -86,7 +86,7 @@ void parse_output_check(const json& c, const std::string& where, Check& k) {
     if (cmp == c.end() || !cmp->is_object())
         throw RubricError(where + ": \"compare\" is missing (an object with \"fields\")");
     std::string cw = where + ": compare";
-    only_keys(*cmp, {"fields", "float_rtol", "float_atol", "ignore"}, cw);
+    only_keys(*cmp, {"fields", "float_rtol", "float_atol", "ignore", "scale"}, cw);
     k.compare.fields = get_strings(*cmp, "fields", cw);
     if (cmp->find("fields") == cmp->end())
         throw RubricError(cw + ": \"fields\" is missing: name the JSON fields that must match "
@@ -96,6 +96,19 @@ void parse_output_check(const json& c, const std::string& where, Check& k) {
     if (cmp->find("ignore") != cmp->end()) {
         auto ig = get_strings(*cmp, "ignore", cw);
         k.compare.ignore = std::set<std::string>(ig.begin(), ig.end());
+    }
+    if (auto sc = cmp->find("scale"); sc != cmp->end()) {
+        const std::string sw = cw + ": scale";
+        if (!sc->is_object()) throw RubricError(sw + ": must be an object with \"field\", \"zero_at\", \"full_at\"");
+        only_keys(*sc, {"field", "zero_at", "full_at"}, sw);
+        ScaleSpec& s = k.compare.scale;
+        s.field = get_string(*sc, "field", sw, true);
+        s.zero_at = get_number(*sc, "zero_at", sw, 0, true);
+        s.full_at = get_number(*sc, "full_at", sw, 1, true);
+        if (s.field.empty()) throw RubricError(sw + ": \"field\" is empty: name the JSON number the points scale with");
+        if (!(s.zero_at >= 0 && s.full_at > s.zero_at && std::isfinite(s.full_at)))
+            throw RubricError(fmt::format("{}: give 0 <= zero_at < full_at (finite), got {} and {}", sw, s.zero_at,
+                                          s.full_at));
     }
 }
 

@@ -1,5 +1,6 @@
 // A lab's rubric: solutions/<track>/<NN-name>/rubric.json. Each check is worth
-// its points, all or nothing:
+// its points, all or nothing (except an output check with compare.scale, whose
+// points scale with one of the program's numbers against the reference's):
 //   "test"   runs the lab's doctest binary with --test-case=<test_case>; passes
 //            when at least one test case ran and none failed
 //   "output" runs the lab program with <args> --json FILE, built once with the
