@@ -2,7 +2,7 @@
 """--timeline FILE: the Chrome trace pdlab and the lab programs write (issue 35).
 
     /usr/bin/python3 tests/python/test_timeline.py --pdlab build/src/pdlab/pdlab \
-        [--lab02 PROGRAM --lab06 PROGRAM --lab08 PROGRAM --lab09 PROGRAM]
+        [--lab02 PROGRAM --lab06 PROGRAM --lab08 PROGRAM --lab09 PROGRAM --lab16 PROGRAM]
 
 On the bundled tiny model, a few passes each (about 5 s in all):
 
@@ -37,6 +37,9 @@ On the bundled tiny model, a few passes each (about 5 s in all):
               token instant per output token; the prefill rank's track holds
               one span per request, never two at once; the decode rank's
               counter never below 0 and back to 0 at the end
+  lab16       (with --lab16, where mpirun is installed) 2 ranks: a track per
+              rank, a prefill and 7 decode spans each, every all-reduce (2 a
+              layer a pass) inside a pass, whose "all-reduce ms" is their sum
   lab08       (with --lab08) one process per run (each budget, the
               controller), each with its requests; no step of a fixed budget
               runs more tokens than the budget, and the long prompt's chunks
@@ -396,9 +399,40 @@ def case_lab09(a, work):
     assert counts and min(counts) >= 0 and counts[-1] == 0, "decode counter %s" % counts
 
 
+def case_lab16(a, work):
+    import shutil
+    if not shutil.which("mpirun"):
+        print("skip lab16: no mpirun")
+        return
+    tl = os.path.join(work, "lab16.json")
+    mpirun_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "labs", "track4",
+                             "16-tensor-parallel", "mpirun.sh")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="^tcp")
+    cmd = [mpirun_sh, a.lab16, "--ranks", "2", "--model",
+           "synthetic:llama,dim=128,ffn=256,layers=2,heads=8,kv_heads=4,vocab=512,ctx=128",
+           "--prompt-len", "24", "--steps", "8", "--threads", "1", "--timeline", tl]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
+    assert p.returncode == 0, "lab 16 exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-2000:])
+    events = load(tl)
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    split = [pid for pid, n in processes.items() if n == "2 ranks"]
+    assert len(split) == 1, "processes %s" % processes
+    for rank in (0, 1):
+        mine = [e for e in events if e.get("pid") == split[0] and e.get("tid") == 1 + rank]
+        passes = spans(mine, cat="phase")
+        reduces = spans(mine, name="all-reduce")
+        assert [s[2]["name"] for s in passes] == ["prefill"] + ["decode"] * 7, "rank %d: passes %s" % (
+            rank, [s[2]["name"] for s in passes])
+        assert len(reduces) == 8 * 2 * 2, "rank %d: %d all-reduce spans, expected 32" % (rank, len(reduces))
+        for p0, p1, pe in passes:
+            inner = [(r0, r1) for r0, r1, _ in reduces if p0 <= r0 and r1 <= p1]
+            assert len(inner) == 4, "rank %d: a pass holds %d all-reduces, expected 4" % (rank, len(inner))
+            within(pe["args"]["all-reduce ms"], sum(r1 - r0 for r0, r1 in inner) / 1e6, 0.01, "all-reduce ms")
+
+
 CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
          ("preempted", case_preempted), ("serve", case_serve), ("serve_serial", case_serve_serial), ("bad_input", case_bad_input), ("lab02", case_lab02),
-         ("lab06", case_lab06), ("lab08", case_lab08), ("lab09", case_lab09)]
+         ("lab06", case_lab06), ("lab08", case_lab08), ("lab09", case_lab09), ("lab16", case_lab16)]
 
 
 def main():
@@ -408,6 +442,7 @@ def main():
     ap.add_argument("--lab06", help="lab 06's program (its case is skipped without it)")
     ap.add_argument("--lab08", help="lab 08's program (its case is skipped without it)")
     ap.add_argument("--lab09", help="lab 09's program (its case is skipped without it, or without mpirun)")
+    ap.add_argument("--lab16", help="lab 16's program (its case is skipped without it, or without mpirun)")
     ap.add_argument("--only", help="comma list of case names or globs")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
@@ -419,7 +454,7 @@ def main():
         for name, case in CASES:
             if a.only and not any(fnmatch.fnmatch(name, p) for p in a.only.split(",")):
                 continue
-            if name in ("lab02", "lab06", "lab08", "lab09") and not getattr(a, name):
+            if name in ("lab02", "lab06", "lab08", "lab09", "lab16") and not getattr(a, name):
                 print("SKIP %s (no --%s)" % (name, name))
                 continue
             try:

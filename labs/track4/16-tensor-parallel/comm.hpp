@@ -4,6 +4,8 @@
 #pragma once
 
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace pd::lab16 {
 
@@ -25,6 +27,9 @@ class TimedComm : public Comm {
 public:
     double comm_ms() const { return comm_ms_; }
     double payload_bytes() const { return payload_bytes_; }  // bytes passed to allreduce_sum, this rank
+    // Each allreduce_sum's start and end, steady_clock seconds, when the
+    // communicator records them (the MPI one does: the program's --timeline).
+    std::vector<std::pair<double, double>> reduce_times;
 
 protected:
     double comm_ms_ = 0, payload_bytes_ = 0;

@@ -28,9 +28,11 @@
 #include "load/model_source.hpp"
 #include "measure/roofline.hpp"
 #include "mpi_comm.hpp"
+#include "rank_timeline.hpp"
 #include "serve/disagg/mpi_session.hpp"
 #include "thread_comm.hpp"
 #include "tp_generate.hpp"
+#include "timeline_option.hpp"
 
 using namespace pd;
 using namespace pd::lab16;
@@ -43,6 +45,7 @@ struct Options {
     int ranks = 2;
     int prompt_len = 64, steps = 32;
     std::uint64_t seed = 1;
+    cli::TimelineOptions timeline;
 };
 
 constexpr double kAtol = 1e-3, kRtol = 1e-3;  // logits of a split run against the reference
@@ -151,6 +154,8 @@ struct Launch {
 };
 
 int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) {
+    const auto timeline = cli::open_timeline(o.timeline, o.lab.device, "lab 16");
+    if (timeline) timeline->timeline().name_track({1, 1}, "engine (the reference tokens)");
     cli::Session s = cli::load_session(o.lab);
     const auto model = s.loaded.model;
     const Config& c = model->config;
@@ -192,7 +197,9 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
         MpiComm comm;
         comm.wait_for_all();  // the others have loaded the model and built their slices
         tp_warm_up(mine, comm, prompt);
+        comm.reduce_times.clear();  // the timeline shows the measured run only
         const TpRun split = tp_generate(mine, comm, prompt, o.steps);
+        if (timeline) record_rank_times(timeline->timeline(), fmt::format("{} ranks", o.ranks), split, comm);
         const StepSummary split_s = summarize(split);
         std::printf("\n[3] %d ranks (rank 0's view; each holds %.1f MB of matrices, 1/%d of them, and its own KV heads)\n",
                     o.ranks, mine.weight_bytes / 1e6, o.ranks);
@@ -214,6 +221,7 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
     std::printf("%s one rank gives the engine's tokens and logits: %s\n", mpi.size() < 2 ? "\n[5]" : "   ",
                 one_ok ? "yes (ok)" : "NO (check failed: shard_layer or tp_layer?)");
     j["same_tokens"] = one_ok && split_ok;
+    cli::finish_timeline(timeline.get(), o.timeline.path);
     lab::write_lab_json(o.lab, j);
     return lab::finish(one_ok && split_ok);
 }
@@ -234,7 +242,9 @@ int run_other_rank(CLI::App& app, int argc, char** argv, Options& o, const serve
         comm.wait_for_all();
         const std::vector<int> prompt = seeded_prompt(o, model->config.vocab_size);
         tp_warm_up(mine, comm, prompt);
-        tp_generate(mine, comm, prompt, o.steps);
+        comm.reduce_times.clear();
+        const TpRun run = tp_generate(mine, comm, prompt, o.steps);
+        if (!o.timeline.path.empty()) send_rank_times(run, comm);  // rank 0 draws every rank's track
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: rank %d: %s\n", mpi.rank(), e.what());
         std::fflush(stderr);
@@ -269,6 +279,10 @@ int main(int argc, char** argv) {
     app.add_option("--steps", o.steps, "greedy tokens to generate (the decode steps)")->check(CLI::Range(2, 1 << 20))
         ->capture_default_str();
     app.add_option("--seed", o.seed, "seed of the prompt's ids")->capture_default_str();
+    cli::add_timeline(&app, o.timeline,
+                      "Written by rank 0 with --ranks 2 or more under mpirun: one track per rank, a span per pass "
+                      "(the prefill, each decode step) holding its all-reduces; the gaps between them are the "
+                      "rank's own compute.");
     if (mpi.rank() != 0) return run_other_rank(app, argc, argv, o, mpi);
     Launch launch;
     const int rc = lab::run_lab(app, argc, argv, [&] { return run_rank0(o, mpi, launch); });

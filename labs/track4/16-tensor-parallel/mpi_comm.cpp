@@ -15,7 +15,10 @@ MpiComm::MpiComm() {
 void MpiComm::allreduce_sum(std::span<float> x) {
     const auto t0 = std::chrono::steady_clock::now();
     MPI_Allreduce(MPI_IN_PLACE, x.data(), int(x.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    comm_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const auto t1 = std::chrono::steady_clock::now();
+    comm_ms_ += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    reduce_times.emplace_back(std::chrono::duration<double>(t0.time_since_epoch()).count(),
+                              std::chrono::duration<double>(t1.time_since_epoch()).count());
     payload_bytes_ += double(x.size_bytes());
 }
 

@@ -156,7 +156,9 @@ std::span<const float> tp_forward(TpRank& r, TimedComm& comm, std::span<const in
     rmsnorm(last.data(), x.data() + std::size_t(rows - 1) * D, w.norm_f_w.data(), 1, D, c.norm_eps);
     r.logits.resize(std::size_t(c.vocab_size));
     linear_forward(cpu_weights(*r.model).head, last.data(), 1, r.logits.data());
-    if (times) *times = {ms_since(t0), comm.comm_ms() - comm0, comm.payload_bytes() - bytes0};
+    if (times)
+        *times = {ms_since(t0), comm.comm_ms() - comm0, comm.payload_bytes() - bytes0,
+                  std::chrono::duration<double>(t0.time_since_epoch()).count()};
     return r.logits;
 }
 

@@ -47,6 +47,7 @@ struct PassTimes {
     double total_ms = 0;
     double comm_ms = 0;     // inside comm's calls (waiting for the slowest rank included)
     double comm_bytes = 0;  // this rank's buffers handed to allreduce_sum
+    double start_s = 0;     // when it began, steady_clock seconds (the timeline's ranks share that clock on one machine)
 };
 
 // Appends `tokens` to the rank's sequence (positions continuing from the
