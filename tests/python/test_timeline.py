@@ -354,21 +354,29 @@ def case_lab08(a, work):
                 assert n <= budget, "%s: a step of %d tokens" % (name, n)
 
 
-def case_lab09(a, work):
+def run_under_mpirun(lab_dir, program, args):
+    """Runs a lab program the way ./kit run does, under its mpirun.sh (as root
+    where CI is root, shared memory only); False when mpirun is not installed."""
     import shutil
     if not shutil.which("mpirun"):
-        print("skip lab09: no mpirun")
-        return
-    tl = os.path.join(work, "lab09.json")
-    mpirun_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "labs", "track2",
-                             "09-disaggregation", "mpirun.sh")
+        return False
+    mpirun_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "labs", lab_dir, "mpirun.sh")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="^tcp")
-    cmd = [mpirun_sh, a.lab09, "--model", "synthetic:llama,dim=128,ffn=256,layers=4,heads=4,kv_heads=2,vocab=512,ctx=256",
+    p = subprocess.run([mpirun_sh, program] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                       env=env)
+    assert p.returncode == 0, "%s exit %d: %s" % (lab_dir, p.returncode, p.stderr.decode(errors="replace")[-2000:])
+    return True
+
+
+def case_lab09(a, work):
+    tl = os.path.join(work, "lab09.json")
+    model = "synthetic:llama,dim=128,ffn=256,layers=4,heads=4,kv_heads=2,vocab=512,ctx=256"
+    if not run_under_mpirun("track2/09-disaggregation", a.lab09, ["--model", model,
            "--num-requests", "6", "--rate", "50", "--long-len", "100", "--output-len", "fixed:6", "--threads", "1",
            "--quiet", "--no-plot", "--layers-per-message", "1", "--out", os.path.join(work, "lab09"),
-           "--timeline-detail", "phases", "--timeline", tl]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
-    assert p.returncode == 0, "lab 09 exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-2000:])
+           "--timeline-detail", "phases", "--timeline", tl]):
+        print("skip lab09: no mpirun")
+        return
     events = load(tl)
     processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     colocated = [pid for pid, n in processes.items() if n == "colocated"]
@@ -400,19 +408,12 @@ def case_lab09(a, work):
 
 
 def case_lab16(a, work):
-    import shutil
-    if not shutil.which("mpirun"):
+    tl = os.path.join(work, "lab16.json")
+    if not run_under_mpirun("track4/16-tensor-parallel", a.lab16, ["--ranks", "2", "--model",
+           "synthetic:llama,dim=128,ffn=256,layers=2,heads=8,kv_heads=4,vocab=512,ctx=128",
+           "--prompt-len", "24", "--steps", "8", "--threads", "1", "--timeline", tl]):
         print("skip lab16: no mpirun")
         return
-    tl = os.path.join(work, "lab16.json")
-    mpirun_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "labs", "track4",
-                             "16-tensor-parallel", "mpirun.sh")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="^tcp")
-    cmd = [mpirun_sh, a.lab16, "--ranks", "2", "--model",
-           "synthetic:llama,dim=128,ffn=256,layers=2,heads=8,kv_heads=4,vocab=512,ctx=128",
-           "--prompt-len", "24", "--steps", "8", "--threads", "1", "--timeline", tl]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
-    assert p.returncode == 0, "lab 16 exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-2000:])
     events = load(tl)
     processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     split = [pid for pid, n in processes.items() if n == "2 ranks"]
