@@ -28,6 +28,8 @@ Timeline::Timeline(TimelineDetail detail, std::size_t max_events)
 
 std::int64_t Timeline::now_ns() const { return clock_ns() - origin_ns_; }
 
+std::int64_t Timeline::steady_s_to_ns(double steady_s) const { return std::int64_t(steady_s * 1e9) - origin_ns_; }
+
 int Timeline::add_process(const std::string& name) {
     std::lock_guard lock(mutex_);
     const int id = processes_.back().first + 1;

@@ -72,6 +72,9 @@ public:
 
     TimelineDetail detail() const { return detail_; }
     std::int64_t now_ns() const;  // the monotonic clock, since the timeline began
+    // A stamp of std::chrono::steady_clock in seconds (as another thread or
+    // process on this machine took it) on the timeline's clock.
+    std::int64_t steady_s_to_ns(double steady_s) const;
 
     // A new process (a run), named; returns its id. Process 1 exists from the start.
     int add_process(const std::string& name);

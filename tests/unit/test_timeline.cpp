@@ -2,6 +2,8 @@
 // trace (measure/timeline_file.hpp), without a model: nothing is recorded
 // unless a timeline is active, laps tile the time between their marks,
 // memory stays bounded, and the JSON has Chrome's fields, parents first.
+#include <chrono>
+
 #include "check.hpp"
 #include "base/timeline.hpp"
 #include "measure/timeline_file.hpp"
@@ -63,6 +65,20 @@ TEST_CASE("engine.timing.timeline_laps_tile_their_span") {
     TimelineLaps off(&t, false);
     off.mark("norm", "other");
     CHECK(t.events().size() == 4);
+}
+
+// A steady_clock stamp taken elsewhere (another rank on this machine) lands
+// where the timeline's own clock puts that moment.
+TEST_CASE("engine.timing.timeline_steady_seconds") {
+    pd::Timeline tl(pd::TimelineDetail::phases, 16);
+    const std::int64_t before = tl.now_ns();
+    const double steady_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const std::int64_t after = tl.now_ns();
+    const std::int64_t at = tl.steady_s_to_ns(steady_s);
+    // A double holds the epoch's seconds to about a microsecond.
+    CHECK(at >= before - 2000);
+    CHECK(at <= after + 2000);
 }
 
 TEST_CASE("engine.timing.timeline_bounded") {

@@ -1,6 +1,5 @@
 #include "rank_timeline.hpp"
 
-#include <chrono>
 #include <cstdint>
 
 #include <mpi.h>
@@ -33,10 +32,6 @@ std::vector<double> receive_from(int rank) {
 }
 
 void draw_rank(Timeline& tl, int process, int rank, const std::vector<double>& v) {
-    // A steady_clock second on the timeline's clock (nanoseconds since it began).
-    const double now_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    const std::int64_t now_ns = tl.now_ns();
-    auto at = [&](double s) { return now_ns - std::int64_t((now_s - s) * 1e9); };
     const TimelinePlace place{process, 1 + rank};
     std::size_t i = 0;
     auto next = [&] {
@@ -53,10 +48,11 @@ void draw_rank(Timeline& tl, int process, int rank, const std::vector<double>& v
         double waited = 0;
         for (const auto& [a, b] : red)
             if (a >= pass[k].first && b <= pass[k].second) {
-                tl.span(place, "all-reduce", "communication", at(a), at(b));
+                tl.span(place, "all-reduce", "communication", tl.steady_s_to_ns(a), tl.steady_s_to_ns(b));
                 waited += b - a;
             }
-        tl.span(place, k == 0 ? "prefill" : "decode", "phase", at(pass[k].first), at(pass[k].second),
+        tl.span(place, k == 0 ? "prefill" : "decode", "phase", tl.steady_s_to_ns(pass[k].first),
+                tl.steady_s_to_ns(pass[k].second),
                 {{"step", double(k), {}}, {"all-reduce ms", waited * 1e3, {}}});
     }
 }

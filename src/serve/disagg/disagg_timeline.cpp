@@ -10,17 +10,13 @@ namespace pd::serve::disagg {
 
 namespace {
 
-// Times in the result count seconds from the router's start; the timeline
-// counts nanoseconds from its own.
+// Times in the result count seconds from the router's start on now_s()'s
+// clock (steady_clock); the timeline counts nanoseconds from its own.
 struct Clock {
-    std::int64_t start_ns;
-    std::int64_t at(double s) const { return start_ns + std::int64_t(s * 1e9); }
+    const Timeline& tl;
+    double start_steady_s;
+    std::int64_t at(double s) const { return tl.steady_s_to_ns(start_steady_s + s); }
 };
-
-Clock clock_of(const Timeline& tl, const DisaggResult& run) {
-    const std::int64_t now_ns = tl.now_ns();
-    return {now_ns - std::int64_t((now_s() - run.start_steady_s) * 1e9)};
-}
 
 TimelinePlace rank_place(int process, int rank) { return {process, rank}; }
 TimelinePlace request_place(int process, int request) { return {process, 100 + request}; }
@@ -90,7 +86,7 @@ void record_disagg_run(Timeline& tl, const std::string& process, const Layout& l
                       fmt::format("rank {}: {}", layout.prefill_rank(i), layout.role(layout.prefill_rank(i))), i);
     for (std::size_t i = 0; i < run.timings.size(); i++)
         tl.name_track(request_place(p, int(i)), fmt::format("request {}", i), 100 + int(i));
-    const Clock c = clock_of(tl, run);
+    const Clock c{tl, run.start_steady_s};
     record_prefills(tl, p, c, run);
     record_decode_counts(tl, p, c, run);
     for (std::size_t i = 0; i < run.timings.size(); i++) record_request(tl, p, c, run, int(i));
