@@ -56,6 +56,29 @@ def without_mpirun_notices(err):
     return "".join(kept)
 
 
+def judge(name, rc, err, took, keyword, code, max_lines):
+    """Prints PASS/FAIL for one case: exit `code` (None: any failure), `keyword`
+    in stderr, at most `max_lines` lines of it (None: any), no crash, within
+    60 s. True when it passed."""
+    lines = [l for l in err.splitlines() if l.strip()]
+    problems = []
+    if code is not None and rc != code:
+        problems.append(f"exit {rc}, expected {code}")
+    if code is None and rc == 0:
+        problems.append("exit 0, expected a failure")
+    if keyword.lower() not in err.lower():
+        problems.append(f"no '{keyword}' in stderr")
+    if max_lines is not None and len(lines) > max_lines:
+        problems.append(f"{len(lines)} lines on stderr (one rank should speak)")
+    if any(c in err for c in CRASH):
+        problems.append("a crash")
+    if took > 60:
+        problems.append(f"took {took:.0f} s")
+    first = lines[0] if lines else "(no stderr)"
+    print(f"{'FAIL' if problems else 'PASS'} {name}: {'; '.join(problems) or first}")
+    return not problems
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--program", required=True)
@@ -80,23 +103,7 @@ def main():
     failed = 0
     for name, ranks, args, keyword, code in cases:
         rc, err, took = run(a.program, ranks, SMALL + out + args, timeout=120)
-        lines = [l for l in err.splitlines() if l.strip()]
-        problems = []
-        if code is not None and rc != code:
-            problems.append(f"exit {rc}, expected {code}")
-        if code is None and rc == 0:
-            problems.append("exit 0, expected a failure")
-        if keyword.lower() not in err.lower():
-            problems.append(f"no '{keyword}' in stderr")
-        if code is not None and len(lines) > 2:
-            problems.append(f"{len(lines)} lines on stderr (one rank should speak)")
-        if any(c in err for c in CRASH):
-            problems.append("a crash")
-        if took > 60:
-            problems.append(f"took {took:.0f} s")
-        first = lines[0] if lines else "(no stderr)"
-        print(f"{'FAIL' if problems else 'PASS'} {name}: {'; '.join(problems) or first}")
-        failed += bool(problems)
+        failed += not judge(name, rc, err, took, keyword, code, max_lines=2 if code is not None else None)
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(cases) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
