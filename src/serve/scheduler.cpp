@@ -12,6 +12,8 @@ struct Scheduler::Sequence {
     int request = -1;               // Request::id
     std::vector<int> tokens;        // prompt, then output; capacity fixed at add()
     int prompt_len = 0;
+    int prefill_end = 0;            // tokens its current run prefills: the prompt, or prompt + output
+                                    // when it restarts after a preemption; past them it decodes
     FinishRule finish;              // when it ends, and its text
     Sampler sampler;                // its own temperature, top-p and random stream
     bool live = false;              // holds a request
@@ -131,6 +133,7 @@ void Scheduler::admit() {
         Sequence& q = pool_[std::size_t(id)];
         // A prefix cache may already hold the first blocks: they are not computed again.
         states_[std::size_t(id)].computed = engine_.open(id, q.tokens);
+        q.prefill_end = int(q.tokens.size());
         q.open = true;
         running_.push_back(id);
         admitted_.push_back(q.request);
@@ -178,7 +181,9 @@ void Scheduler::run_batch() {
         // Logits only where the item reaches the sequence's last token: they pick the next one.
         work_.push_back({id, std::span<const int>(tokens).subspan(std::size_t(st.computed), std::size_t(n)),
                          st.computed + n == st.tokens});
-        const bool decode = n == 1 && st.computed > 0;
+        // A decode row feeds the token sampled last; a chunk of one token at a
+        // prompt's end (what a budget may leave of it) is still prefill.
+        const bool decode = st.computed >= pool_[std::size_t(id)].prefill_end;
         items_.push_back({pool_[std::size_t(id)].request, n, st.computed, decode});
         counts_.decode_rows += decode;
         counts_.prefill_items += !decode;

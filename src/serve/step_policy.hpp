@@ -20,7 +20,9 @@ struct SeqState {
     int computed = 0;        // leading tokens whose K/V are cached
     bool cancelled = false;  // the client cancelled it; retire it this step
     // Tokens still to run: tokens - computed. 1 with computed > 0 is a decode
-    // row (the last sampled token); more is (the rest of) a prefill.
+    // row (the last sampled token) or the last token of a chunked prompt: a
+    // policy treats both as one row (they cost the same); the scheduler's
+    // step counts tell them apart. More is (the rest of) a prefill.
     int remaining() const { return tokens - computed; }
 };
 

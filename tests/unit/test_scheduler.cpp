@@ -215,6 +215,21 @@ TEST_CASE("serve.scheduler.limits_and_decode_first") {
     CHECK(e2.steps.back() == std::vector<int>{1, 1, 2});
     CHECK(s2.last_step().decode_rows == 2);
     CHECK(s2.last_step().prefill_tokens == 2);
+    // A 5-token prompt alone under a budget of 4 leaves one token: the next
+    // step's single row is still prefill (the prompt's end), and only the
+    // step after it decodes.
+    FakeEngine e3(1000);
+    Scheduler s3(e3, policy, config(1, 4));
+    s3.add({1, {1, 2, 3, 4, 5}, 3, {}});
+    s3.step();
+    s3.step();
+    CHECK(e3.steps.back() == std::vector<int>{1});
+    CHECK_MESSAGE(s3.last_step().decode_rows == 0, "the prompt's last token is not a decode row");
+    CHECK(s3.last_step().prefill_tokens == 1);
+    CHECK(s3.last_step().prefill_items == 1);
+    s3.step();
+    CHECK(s3.last_step().decode_rows == 1);
+    CHECK(s3.last_step().prefill_tokens == 0);
 }
 
 TEST_CASE("serve.scheduler.static_batching_waits_for_the_batch") {
