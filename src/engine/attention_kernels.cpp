@@ -55,22 +55,79 @@ HWY_INLINE void for_each_tile(const KvTiles& T, int first, int last, int Dh, F f
 
 constexpr int kChunk = 64;  // keys per online-softmax step
 
-// s[i][t] = q_i . K[j0 + t] * scale for the G heads and nc keys of a chunk;
-// each key row is loaded once for all G heads.
+#if HWY_TARGET != HWY_SCALAR
+// The sums of four vectors' lanes, [sum a, sum b, sum c, sum e], into
+// out[0..3]: two rounds of interleaving add within each 128-bit block, then
+// the blocks are folded; a quarter of the shuffles of four separate sums.
+template <class DB>
+HWY_INLINE void Store4(DB db, hn::Vec<DB> v, float* out) {
+    if constexpr (hn::MaxLanes(DB()) > 4) {
+        const hn::Half<DB> dh;
+        Store4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
+    } else {
+        hn::StoreU(v, db, out);
+    }
+}
+HWY_INLINE void Sum4(V a, V b, V c, V e, float* out) {
+    const D d;
+    const hn::RepartitionToWide<hn::RebindToUnsigned<D>> d64;
+    const V ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));  // a02 b02 a13 b13 a block
+    const V ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+    const auto ab64 = hn::BitCast(d64, ab), ce64 = hn::BitCast(d64, ce);
+    const V lo = hn::BitCast(d, hn::InterleaveLower(d64, ab64, ce64));  // a02 b02 c02 e02
+    const V hi = hn::BitCast(d, hn::InterleaveUpper(d64, ab64, ce64));  // a13 b13 c13 e13
+    Store4(d, hn::Add(lo, hi), out);
+}
+
+// Heads i0 .. i0+H-1 (H = 1 or 2) against 4 keys from row k (rows of Dh, of
+// which the first Dv in whole vectors): s[i][t0..t0+3] = q_i . K row * scale,
+// 4 H independent chains of multiply-adds.
+template <int H>
+HWY_INLINE void scores_4_keys(float (*s)[kChunk], const float* q, int i0, const float* k, int t0, int Dh, int Dv,
+                              float scale) {
+    const D d;
+    V acc[H][4];
+    for (auto& a : acc)
+        for (auto& v : a) v = hn::Zero(d);
+    for (int c = 0; c < Dv; c += kLanes)
+        for (int t = 0; t < 4; t++) {
+            const V kv = hn::LoadU(d, k + std::size_t(t) * Dh + c);
+            for (int h = 0; h < H; h++)
+                acc[h][t] = hn::MulAdd(hn::LoadU(d, q + std::size_t(i0 + h) * Dh + c), kv, acc[h][t]);
+        }
+    for (int h = 0; h < H; h++) {
+        float* out = s[i0 + h] + t0;
+        Sum4(acc[h][0], acc[h][1], acc[h][2], acc[h][3], out);
+        for (int t = 0; t < 4; t++) {
+            for (int c = Dv; c < Dh; c++) out[t] += q[std::size_t(i0 + h) * Dh + c] * k[std::size_t(t) * Dh + c];
+            out[t] *= scale;
+        }
+    }
+}
+#endif
+
+// s[i][t] = q_i . K[j0 + t] * scale for the G heads and nc keys of a chunk:
+// keys 4 at a time, heads 2 at a time; the last nc % 4 keys one by one.
 HWY_INLINE void chunk_scores(float (*s)[kChunk], const float* q, const float* K, int j0, int nc, int G, int Dh,
                              float scale) {
     const D d;
     const int Dv = Dh / kLanes * kLanes;
-    for (int t = 0; t < nc; t++) {
+    int t = 0;
+#if HWY_TARGET != HWY_SCALAR  // one lane: nothing to fold
+    for (; t + 4 <= nc; t += 4) {
         const float* k = K + std::size_t(j0 + t) * Dh;
-        V acc[kMaxDecodeGroup];
-        for (int i = 0; i < G; i++) acc[i] = hn::Zero(d);
-        for (int c = 0; c < Dv; c += kLanes) {
-            const V kv = hn::LoadU(d, k + c);
-            for (int i = 0; i < G; i++) acc[i] = hn::MulAdd(hn::LoadU(d, q + std::size_t(i) * Dh + c), kv, acc[i]);
-        }
+        int i = 0;
+        for (; i + 2 <= G; i += 2) scores_4_keys<2>(s, q, i, k, t, Dh, Dv, scale);
+        if (i < G) scores_4_keys<1>(s, q, i, k, t, Dh, Dv, scale);
+    }
+#endif
+    for (; t < nc; t++) {
+        const float* k = K + std::size_t(j0 + t) * Dh;
         for (int i = 0; i < G; i++) {
-            float dot = LaneSum(d, acc[i]);
+            V acc = hn::Zero(d);
+            for (int c = 0; c < Dv; c += kLanes)
+                acc = hn::MulAdd(hn::LoadU(d, q + std::size_t(i) * Dh + c), hn::LoadU(d, k + c), acc);
+            float dot = LaneSum(d, acc);
             for (int c = Dv; c < Dh; c++) dot += q[std::size_t(i) * Dh + c] * k[c];
             s[i][t] = dot * scale;
         }
@@ -99,25 +156,49 @@ HWY_INLINE float chunk_softmax(float* s, int nc, float& m, float& l) {
     return alpha;
 }
 
-// out_i = out_i * alpha_i + sum_t p_it V[j0 + t]: each V row loaded once for all G heads.
+// out_i = out_i * alpha_i + sum_t p_it V[j0 + t] for heads i0 .. i0+H-1 and
+// the CV vectors of columns from c: the sums stay in registers over the
+// chunk's keys (H CV independent chains) and meet memory once.
+template <int H, int CV>
+HWY_INLINE void values_block(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int nc, int i0,
+                             int c, int Dh) {
+    const D d;
+    V acc[H][CV];
+    for (int h = 0; h < H; h++)
+        for (int v = 0; v < CV; v++)
+            acc[h][v] = hn::Mul(hn::LoadU(d, out + std::size_t(i0 + h) * Dh + c + v * kLanes), hn::Set(d, alpha[i0 + h]));
+    for (int t = 0; t < nc; t++) {
+        const float* row = Vc + std::size_t(t) * Dh + c;
+        for (int v = 0; v < CV; v++) {
+            const V vv = hn::LoadU(d, row + v * kLanes);
+            for (int h = 0; h < H; h++) acc[h][v] = hn::MulAdd(hn::Set(d, p[i0 + h][t]), vv, acc[h][v]);
+        }
+    }
+    for (int h = 0; h < H; h++)
+        for (int v = 0; v < CV; v++) hn::StoreU(acc[h][v], d, out + std::size_t(i0 + h) * Dh + c + v * kLanes);
+}
+
+template <int H>
+HWY_INLINE void values_heads(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int nc, int i0,
+                             int Dh, int Dv) {
+    int c = 0;
+    for (; c + 4 * kLanes <= Dv; c += 4 * kLanes) values_block<H, 4>(out, p, alpha, Vc, nc, i0, c, Dh);
+    for (; c < Dv; c += kLanes) values_block<H, 1>(out, p, alpha, Vc, nc, i0, c, Dh);
+}
+
 HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int j0,
                              int nc, int G, int Dh) {
-    const D d;
     const int Dv = Dh / kLanes * kLanes;
-    for (int i = 0; i < G; i++)
-        if (alpha[i] != 1.0f)
-            for (int c = 0; c < Dh; c++) out[std::size_t(i) * Dh + c] *= alpha[i];
-    for (int t = 0; t < nc; t++) {
-        const float* v = Vc + std::size_t(j0 + t) * Dh;
-        for (int c = 0; c < Dv; c += kLanes) {
-            const V vv = hn::LoadU(d, v + c);
-            for (int i = 0; i < G; i++) {
-                float* o = out + std::size_t(i) * Dh + c;
-                hn::StoreU(hn::MulAdd(hn::Set(d, p[i][t]), vv, hn::LoadU(d, o)), d, o);
-            }
-        }
-        for (int c = Dv; c < Dh; c++)
-            for (int i = 0; i < G; i++) out[std::size_t(i) * Dh + c] += p[i][t] * v[c];
+    Vc += std::size_t(j0) * Dh;
+    int i = 0;
+    for (; i + 2 <= G; i += 2) values_heads<2>(out, p, alpha, Vc, nc, i, Dh, Dv);
+    if (i < G) values_heads<1>(out, p, alpha, Vc, nc, i, Dh, Dv);
+    if (Dv == Dh) return;
+    for (i = 0; i < G; i++) {  // the columns past the last whole vector
+        float* o = out + std::size_t(i) * Dh;
+        for (int c = Dv; c < Dh; c++) o[c] *= alpha[i];
+        for (int t = 0; t < nc; t++)
+            for (int c = Dv; c < Dh; c++) o[c] += p[i][t] * Vc[std::size_t(t) * Dh + c];
     }
 }
 

@@ -149,9 +149,11 @@ TEST_CASE("engine.attention.prefill_matches_reference") {
     // Cache-free reference attention over the same q, k, v, for MHA/GQA/MQA;
     // head sizes that are and are not a multiple of the vector width (the
     // kernels' tails), and prompts longer than one query block (32 with
-    // AVX-512) and than one online-softmax chunk of keys (64).
-    for (auto [Hq, Hkv] : {std::pair{4, 4}, {8, 2}, {6, 1}})
-        for (auto [T, D] : {std::pair{9, 16}, {70, 20}, {33, 64}, {130, 8}}) {
+    // AVX-512) and than one online-softmax chunk of keys (64); decode's
+    // groups of 1, 3, 4, 6 and 8 query heads per KV head (its kernel takes
+    // heads in pairs and keys in fours: T % 4 is 1, 2 and 3 here).
+    for (auto [Hq, Hkv] : {std::pair{4, 4}, {8, 2}, {6, 1}, {12, 4}, {8, 1}})
+        for (auto [T, D] : {std::pair{9, 16}, {70, 20}, {33, 64}, {130, 8}, {67, 128}}) {
             const int S = T + 3;
             KVCache c = make_kv_cache(1, 1, Hkv, S, D);
             auto q = randn(std::size_t(T) * Hq * D, 21), k = randn(std::size_t(T) * Hkv * D, 22),
