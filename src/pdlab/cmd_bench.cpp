@@ -212,7 +212,7 @@ int run_bench_command(const BenchCliOptions& o) {
                  b.prompt_len, b.gen, b.batch, b.warmup, b.repeats);
     const std::string kernels = cpu_kernels(*s.engine);
     if (!kernels.empty()) std::fprintf(stderr, "kernels: %s\n", kernels.c_str());
-    if (o.common.threads == 0) std::fprintf(stderr, "threads: %s\n", default_threads_note().c_str());
+    print_threads_note(o.common.threads);
     BenchResult r = run_bench(*s.engine, b);
     finish_timeline(timeline.get(), o.timeline.path);
     print_bench(b, r);

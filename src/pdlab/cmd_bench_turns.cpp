@@ -147,6 +147,7 @@ int run_bench_turns_command(const BenchCliOptions& o, const std::vector<std::str
                  b.prompt_len, b.gen, b.batch, b.warmup, b.repeats);
     for (const Entry& e : entries)
         std::fprintf(stderr, "kernels %s: %s\n", e.precision.c_str(), cpu_kernels(*e.session.engine).c_str());
+    print_threads_note(o.common.threads);
     const std::vector<BenchResult> results = run_bench_turns(engines, b);
     const std::vector<PairRatio> pairs = all_pairs(results);
     print_turns(b, entries, results, pairs);

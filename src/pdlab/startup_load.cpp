@@ -15,7 +15,8 @@ namespace {
 constinit StartupLoad g_startup;
 
 // Set in the environment of the program run again with the choice applied:
-// the other work seen the first time, e.g. "1.9".
+// the other work seen the first time, e.g. "1.9", and ",passive" when the
+// wait policy was set here (an OMP_WAIT_POLICY already there is the user's).
 constexpr char kMarker[] = "PDLAB_OPENMP_FROM_LOAD";
 
 // NAME's value in `envp`, or nullptr. The C library has not initialised yet
@@ -52,7 +53,8 @@ void choose_openmp_settings(int, char** argv, char** envp) {
     if (const char* seen = env_value(envp, kMarker)) {  // the second start: the choice is in the environment
         g_startup.busy_cores = std::strtod(seen, nullptr);
         g_startup.threads = threads ? std::atoi(threads) : g_startup.machine.cores;
-        g_startup.passive = env_value(envp, "OMP_WAIT_POLICY") != nullptr;
+        g_startup.passive = std::strstr(seen, ",passive") != nullptr;
+        g_startup.user_policy = !g_startup.passive && (env_value(envp, "OMP_WAIT_POLICY") || env_value(envp, "GOMP_SPINCOUNT"));
         return;
     }
     g_startup.busy_cores = busy_cores(g_startup.machine, 1);
@@ -64,7 +66,8 @@ void choose_openmp_settings(int, char** argv, char** envp) {
     if (!set_threads && !set_passive) return;
     static char threads_var[32], marker_var[64], passive_var[] = "OMP_WAIT_POLICY=PASSIVE";
     std::snprintf(threads_var, sizeof threads_var, "OMP_NUM_THREADS=%d", choice.threads);
-    std::snprintf(marker_var, sizeof marker_var, "%s=%.1f", kMarker, g_startup.busy_cores);
+    std::snprintf(marker_var, sizeof marker_var, "%s=%.1f%s", kMarker, g_startup.busy_cores,
+                  set_passive ? ",passive" : "");
     char* extra[3];
     int n = 0;
     extra[n++] = marker_var;
@@ -91,6 +94,20 @@ std::string default_threads_note() {
     if (s.busy_cores < 0.5) return fmt::format("{}: all {} cores are free{}", s.threads, s.machine.cores, wait);
     return fmt::format("{}: other work keeps about {:.1f} of the {} cores busy{}", s.threads, s.busy_cores,
                        s.machine.cores, wait);
+}
+
+void print_threads_note(int threads_option) {
+    const StartupLoad& s = g_startup;
+    if (threads_option == 0) {
+        std::fprintf(stderr, "threads: %s\n", default_threads_note().c_str());
+        return;
+    }
+    if (!s.passive) return;
+    fmt::print(stderr, "note: OpenMP threads sleep between parallel regions (OMP_WAIT_POLICY=PASSIVE, chosen because "
+                       "other work kept about {:.1f} of the {} cores busy as pdlab started); each region pays to "
+                       "wake them, which slows short decode steps. To time spinning threads, rerun with "
+                       "OMP_WAIT_POLICY=ACTIVE\n",
+               s.busy_cores, s.machine.cores);
 }
 
 void warn_if_timings_unreliable() {

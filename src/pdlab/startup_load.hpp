@@ -30,6 +30,12 @@ const StartupLoad& startup_load();
 // The default thread count and why, for --help: "2: all 2 cores are free".
 std::string default_threads_note();
 
+// For the commands that time decode steps, on stderr: with no --threads
+// (threads_option 0), the default count and why; with one, a note only when
+// the threads were set here to wait passively (a busy machine), what that
+// costs and how to turn it off.
+void print_threads_note(int threads_option);
+
 // Prints a one-line warning to stderr when other work or a hypervisor took
 // CPU time since the program started (the timings it prints are unreliable).
 // Every command and lab program that prints timings calls it at the end.

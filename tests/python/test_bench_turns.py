@@ -14,6 +14,10 @@ On the bundled tiny model, P = 8, 6 decode steps, 2 measured runs:
                same prompt in that precision alone: the engines kept their own caches
   batch        -B 2: two rows of greedy tokens per precision, each token in the vocabulary
   single       one precision still writes the one-run JSON (no entries)
+  wait_note    with --threads, one precision and several: a note on stderr when
+               the threads were set to wait passively at start (as on a busy
+               machine: the environment of that second start, given here), and
+               none when OMP_WAIT_POLICY=PASSIVE was the user's own
 
 No torch needed.
 """
@@ -111,6 +115,21 @@ def check_single(j, problems):
         problems.append("one precision: not the one-run JSON (%s)" % sorted(j))
 
 
+def check_wait_note(pdlab, problems):
+    """The environment pdlab gives itself when it starts again on a busy machine."""
+    note = "note: OpenMP threads sleep between parallel regions"
+    for marker, want in (("1.5,passive", 1), ("1.5", 0)):
+        for precision in ("f32", "f32,bf16"):
+            env = dict(os.environ, PDLAB_OPENMP_FROM_LOAD=marker, OMP_WAIT_POLICY="PASSIVE")
+            p = subprocess.run([pdlab, "bench", "-m", "tiny", "--precision", precision, "-P", "4", "-n", "2",
+                                "--warmup", "0", "-r", "1", "--threads", "1", "--probe-seconds", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120)
+            got = p.stderr.decode(errors="replace").count(note)
+            if p.returncode != 0 or got != want:
+                problems.append("marker %s, %s: exit %d, %d notes (want %d)" % (marker, precision, p.returncode, got,
+                                                                               want))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pdlab", required=True)
@@ -125,7 +144,8 @@ def main():
                             ("ratios", lambda p: check_ratios(turns, p)),
                             ("tokens", lambda p: check_tokens(pdlab, work, turns, p)),
                             ("batch", lambda p: check_batch(bench(pdlab, work, "b2", ",".join(PRECISIONS), "-B", "2"), p)),
-                            ("single", lambda p: check_single(bench(pdlab, work, "single", "bf16"), p))):
+                            ("single", lambda p: check_single(bench(pdlab, work, "single", "bf16"), p)),
+                            ("wait_note", lambda p: check_wait_note(pdlab, p))):
             results[name] = []
             check(results[name])
     for name, problems in results.items():
