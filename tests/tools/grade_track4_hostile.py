@@ -390,24 +390,31 @@ def make_class(subs, lab, sol, number, work, victims):
         (subs / name / "exercise.cpp").write_text(text)
 
 
-def check_lab16(rows, rubric, victims, runs):
+def check_lab16(rows, reports, rubric, victims, runs):
+    """Every way the sandbox failed, at once (each attack tells of another hole)."""
     max_points = sum(k["points"] for k in rubric["checks"])
+    problems = []
     for name in ("rank_daemon", "rank_bomb", "rank_prober"):
         if float(rows[name]["total"]) != max_points:
-            fail(f"{name} attacks from rank 1 and must keep full marks (the sandbox held): {rows[name]}")
+            said = [l for l in reports[name].splitlines() if "rank_" in l and ("reached" in l or "cap" in l)]
+            problems.append(f"{name} attacks from rank 1 and must keep full marks (the sandbox held): "
+                            f"{rows[name]} {sorted(set(said))}")
     hanging = {"where the sums go", "the split model"}
     row = rows["rank_hang"]
     for k in rubric["checks"]:
         got = float(row[k["name"]])
         if k["name"] in hanging and (got != 0 or "timeout" not in row["status"]):
-            fail(f"rank_hang never returns from tp_layer on rank 1, yet {k['name']!r} did not time out: {row}")
+            problems.append(f"rank_hang never returns from tp_layer on rank 1, yet {k['name']!r} did not time "
+                            f"out: {row}")
         if k["name"] not in hanging and got != k["points"]:
-            fail(f"rank_hang lost points on {k['name']!r}, which runs no ranks: {row}")
+            problems.append(f"rank_hang lost points on {k['name']!r}, which runs no ranks: {row}")
     breaches = victims.breaches(runs)
     if breaches:
-        fail(f"rank_prober reached outside its sandbox: {breaches}")
+        problems.append(f"rank_prober reached outside its sandbox: {breaches}")
     if lingering(MARKER):
-        fail(f"rank_daemon's daemon outlived the grading run: {lingering(MARKER)}")
+        problems.append(f"rank_daemon's daemon outlived the grading run: {lingering(MARKER)}")
+    if problems:
+        fail("\n  ".join(problems))
 
 
 def main():
@@ -435,7 +442,7 @@ def main():
         rows, reports = run_grader(cmd, out)
         time.sleep(1)  # a daemon that escaped would be running by now
         if a.lab == "16":
-            check_lab16(rows, rubric, victims, work / "runs")
+            check_lab16(rows, reports, rubric, victims, work / "runs")
         elif a.lab == "17":
             check_seed_finder(rows, sum(k["points"] for k in rubric["checks"]), work / "runs")
         else:
