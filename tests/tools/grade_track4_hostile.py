@@ -38,8 +38,14 @@ Lab 15's forbidden engine helpers:
                   through a pointer found at run time (dlsym, else the symbol
                   table of /proc/self/exe): no symbol of it in the object;
                   found nothing, it leaves `out` as it is
+  kernel_twin     the solution, but rms_norm calls pd::rmsnorm's kernel under
+                  its own name, pd::N_AVX2::RmsNormRow (or another SIMD
+                  target's: Highway compiles one per target, each in a
+                  namespace of its own), which no "pd::rmsnorm" matches
 Expected: the grader strips the lab's binaries, so the lookup finds nothing
-and "RMSNorm" scores 0 (the pointer never reaches the engine).
+and "RMSNorm" scores 0 (the pointer never reaches the engine); kernel_twin
+passes every check but loses the rubric's 10 points of "pd::N_*::RmsNormRow",
+flagged "forbidden symbol".
 
 Usage: grade_track4_hostile.py --grader GRADER --kit . --work DIR --lab 15|16|17
 Exit 77 (meson: skipped) without the lab's solution and rubric, and where bwrap
@@ -367,11 +373,36 @@ def runtime_lookup(solution):
     return RUNTIME_LOOKUP + solution.replace(RMS_NORM, RMS_NORM + call)
 
 
-def check_runtime_lookup(rows, reports):
+# pd::rmsnorm's kernel under its own name, in the namespace Highway gives each
+# SIMD target; weak, so the one this build lacks is a null pointer, not a link error.
+KERNEL_TWIN = """
+namespace pd::N_AVX2 { [[gnu::weak]] void RmsNormRow(float* o, const float* x, const float* w, int n, float eps); }
+namespace pd::N_SCALAR { [[gnu::weak]] void RmsNormRow(float* o, const float* x, const float* w, int n, float eps); }
+namespace pd::N_EMU128 { [[gnu::weak]] void RmsNormRow(float* o, const float* x, const float* w, int n, float eps); }
+"""
+KERNEL_CALL = """    for (auto* kernel : {&pd::N_AVX2::RmsNormRow, &pd::N_SCALAR::RmsNormRow, &pd::N_EMU128::RmsNormRow})
+        if (kernel) {
+            for (int r = 0; r < rows; r++) kernel(out + std::size_t(r) * dim, x + std::size_t(r) * dim, w, dim, eps);
+            return;
+        }
+"""
+
+
+def kernel_twin(solution):
+    return KERNEL_TWIN + solution.replace(RMS_NORM, RMS_NORM + KERNEL_CALL)
+
+
+def check_lab15(rows, reports, rubric):
     row = rows["runtime_lookup"]
     if float(row["RMSNorm"]) != 0:
         fail(f"runtime_lookup calls pd::rmsnorm through a pointer it found at run time and kept the RMSNorm "
              f"points: the grader's binaries still hold a symbol table (strip them) or export the engine: {row}")
+    row = rows["kernel_twin"]
+    max_points = sum(k["points"] for k in rubric["checks"])
+    if float(row["total"]) != max_points - 10 or "forbidden" not in row["status"] \
+            or "RmsNormRow" not in reports["kernel_twin"]:
+        fail(f"kernel_twin calls pd::rmsnorm's kernel by its own name (pd::N_*::RmsNormRow): its tests pass, so "
+             f"it must score {max_points - 10:g} (the rubric's 10 off), flagged 'forbidden symbol': {row}")
 
 
 # ---- the run
@@ -384,7 +415,7 @@ def make_class(subs, lab, sol, number, work, victims):
     elif number == "17":
         students = {"seed_finder": seed_finder(solution, work)}
     else:
-        students = {"runtime_lookup": runtime_lookup(solution)}
+        students = {"runtime_lookup": runtime_lookup(solution), "kernel_twin": kernel_twin(solution)}
     for name, text in students.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "exercise.cpp").write_text(text)
@@ -446,7 +477,7 @@ def main():
         elif a.lab == "17":
             check_seed_finder(rows, sum(k["points"] for k in rubric["checks"]), work / "runs")
         else:
-            check_runtime_lookup(rows, reports)
+            check_lab15(rows, reports, rubric)
         print(f"ok: lab {a.lab}'s hostile class graded as expected")
         return 0
     finally:
