@@ -42,6 +42,40 @@ def fail(msg):
     sys.exit(1)
 
 
+def run_grader(cmd, out, asserted=True):
+    """Runs the pdlab-grade command line `cmd` (whose --out is `out`), printing its
+    last lines and how long it took: exit 77 where it cannot sandbox, a failure
+    unless it exits 0 (when `asserted`). The gradebook's rows by student, and
+    each one's report (a formula-like name is led by ' in the gradebook, not in
+    its report's file name)."""
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.time()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    skip_without_sandbox(p.stdout)
+    print(p.stdout[-6000:])
+    print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
+    if asserted and p.returncode != 0:
+        fail(f"pdlab-grade exited with {p.returncode}")
+    rows = {}
+    if (out / "gradebook.csv").is_file():
+        with open(out / "gradebook.csv", newline="") as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+    for n in sorted(rows):
+        print(f"  {n:14} {rows[n]['total']:>5}/{rows[n]['max']}  {rows[n]['status']}")
+    reports = {n: out / "reports" / f"{n.removeprefix(chr(39))}.md" for n in rows}
+    return rows, {n: r.read_text() for n, r in reports.items() if r.is_file()}
+
+
+def lab_and_solution(kit: Path, number):
+    """Lab `number`'s folder and its solution's, or exit 77 (meson: skipped) where
+    the kit has no solution and rubric for it (a student's handout)."""
+    lab = pick_lab(kit, number)
+    if lab is None:
+        print(f"lab {number} has no solution and rubric in {kit}/solutions (a student handout?): skipped")
+        sys.exit(77)
+    return lab, kit / "solutions" / lab.parent.name / lab.name
+
+
 def pick_lab(kit: Path, wanted):
     labs = []
     for lab in sorted(kit.glob("labs/track*/[0-9]*-*")):

@@ -40,7 +40,6 @@ Usage: grade_hostile_class.py --grader GRADER --kit . --work DIR [--skip NAME]..
 --unasserted prints the gradebook without checking it (the run "before").
 """
 import argparse
-import csv
 import json
 import os
 import shutil
@@ -51,9 +50,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from grade_fake_class import fail, pick_lab
+from grade_fake_class import fail, pick_lab, run_grader
 import forgers
-from sandbox_work import sandbox_work, skip_without_sandbox
+from sandbox_work import sandbox_work
 import hardcoder
 
 MARKER = "pdlab_hostile_linger"
@@ -83,11 +82,12 @@ BODIES = {
 }
 
 
-def lingering():
+def lingering(marker=MARKER):
+    """Processes whose command line holds `marker` (a lingerer's daemon), on the whole machine."""
     pids = []
     for d in Path("/proc").iterdir():
         try:
-            if d.name.isdigit() and MARKER in (d / "cmdline").read_bytes().decode(errors="replace"):
+            if d.name.isdigit() and marker in (d / "cmdline").read_bytes().decode(errors="replace"):
                 pids.append(int(d.name))
         except OSError:
             pass
@@ -255,26 +255,11 @@ def main():
         cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", lab.name.split("-")[0], "--kit", str(kit),
                "--out", str(out), "--work", str(sandbox_work(a.work)), "--timeout", "30", "--mem-mb", "512",
                "--jobs", "2", "--threads", "1", "--seed", "12345"]
-        print("$", " ".join(cmd), flush=True)
-        t0 = time.time()
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        skip_without_sandbox(p.stdout)
-        print(p.stdout[-6000:])
-        print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
+        rows, reports = run_grader(cmd, out, asserted=not a.unasserted)
         time.sleep(1)
-        rows = {}
-        if (out / "gradebook.csv").is_file():
-            with open(out / "gradebook.csv", newline="") as f:
-                rows = {r["student"]: r for r in csv.DictReader(f)}
-        for n in sorted(rows):
-            print(f"  {n:12} {rows[n]['total']:>5}/{rows[n]['max']}  {rows[n]['status']}")
         print(f"  lingering processes after the run: {len(lingering())}")
         if a.unasserted:
             return 0
-        if p.returncode != 0:
-            fail(f"pdlab-grade exited with {p.returncode}")
-        # A formula-like name is led by ' in the gradebook; its report keeps the folder's name.
-        reports = {n: (out / "reports" / f"{n.removeprefix(chr(39))}.md").read_text() for n in rows}
         max_points = float(next(iter(rows.values()))["max"])
         check(rows, reports, max_points, subs, solution, sol)
         check_shards(cmd, out, tmp)

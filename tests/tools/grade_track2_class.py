@@ -23,19 +23,16 @@ Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|1
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
 """
 import argparse
-import csv
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import forgers
-from grade_fake_class import fail, pick_lab
+from grade_fake_class import fail, lab_and_solution, run_grader
 from grade_hostile_class import STATIC_INIT
-from sandbox_work import sandbox_work, skip_without_sandbox
+from sandbox_work import sandbox_work
 
 # lab -> the mistake: the solution's lines, what the student wrote instead,
 # and the rubric checks whose tests catch it (every other check must not).
@@ -162,11 +159,7 @@ def main():
         print(f"lab {a.lab} does not build here ({a.absent} is absent): skipped")
         return 77
     kit = Path(a.kit).resolve()
-    lab = pick_lab(kit, a.lab)
-    if lab is None:
-        print(f"lab {a.lab} has no solution and rubric in {kit}/solutions (a student handout?): skipped")
-        return 77
-    sol = kit / "solutions" / lab.parent.name / lab.name
+    lab, sol = lab_and_solution(kit, a.lab)
     rubric = json.loads((sol / "rubric.json").read_text())
     tmp = Path(tempfile.mkdtemp(prefix="pdlab-track2-class."))
     try:
@@ -176,19 +169,7 @@ def main():
         cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", a.lab, "--kit", str(kit), "--out", str(out),
                "--work", str(sandbox_work(a.work)), "--timeout", "30", "--jobs", "2", "--threads", "1",
                "--seed", "12345"]
-        print("$", " ".join(cmd), flush=True)
-        t0 = time.time()
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        skip_without_sandbox(p.stdout)
-        print(p.stdout[-6000:])
-        print(f"grading took {time.time() - t0:.0f} s, exit status {p.returncode}")
-        if p.returncode != 0:
-            fail(f"pdlab-grade exited with {p.returncode}")
-        with open(out / "gradebook.csv", newline="") as f:
-            rows = {r["student"]: r for r in csv.DictReader(f)}
-        for n in sorted(rows):
-            print(f"  {n:14} {rows[n]['total']:>5}/{rows[n]['max']}  {rows[n]['status']}")
-        reports = {n: (out / "reports" / f"{n}.md").read_text() for n in rows}
+        rows, reports = run_grader(cmd, out)
         check(rows, reports, rubric, a.lab)
         print(f"ok: lab {a.lab}'s class graded as expected")
         return 0

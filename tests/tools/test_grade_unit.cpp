@@ -331,9 +331,34 @@ TEST_CASE("tools.grade.rubric.may_not_use") {
     CHECK(symbol_matches("pd::argmax", "pd::argmax"));
     CHECK_FALSE(symbol_matches("pd::argmax_rows(float const*, int, int)", "pd::argmax"));
     CHECK_FALSE(symbol_matches("std::vector<int>::push_back(int&&)", "pd::argmax"));
+    // A kernel Highway compiled for each SIMD target, in a namespace of its own (issue 34).
+    CHECK(symbol_matches("pd::N_AVX3::RmsNormRow(float*, float const*, float const*, int, float)",
+                         "pd::N_*::RmsNormRow"));
+    CHECK(symbol_matches("pd::N_SCALAR::RmsNormRow", "pd::N_*::RmsNormRow"));
+    CHECK_FALSE(symbol_matches("pd::N_AVX3::LayerNormRow(float*, float const*, float const*, float const*, int, "
+                               "float)", "pd::N_*::RmsNormRow"));
+    CHECK_FALSE(symbol_matches("pd::N_AVX3::detail::RmsNormRow(float*)", "pd::N_*::RmsNormRow"));
+    CHECK_FALSE(symbol_matches("pd::N_AVX3::RmsNormRowTail(float*)", "pd::N_*::RmsNormRow"));
     CHECK_THROWS_WITH_AS(parse_rubric(json::parse(R"({"lab":"03","checks":[{"name":"a","kind":"test",
         "test_case":"x","points":1}],"may_not_use":[{"points":5}]})"), "rubric.json"),
                          doctest::Contains("symbol"), RubricError);
+}
+
+// Every undefined symbol is a call, a weak one too: a student's [[gnu::weak]]
+// declaration of pd::rmsnorm links to the engine's and calls it (issue 34:
+// "w pd::rmsnorm(...)" was read as ":rmsnorm(...)" and matched nothing).
+TEST_CASE("tools.grade.forbidden.nm_lines") {
+    const Symbols s = parse_nm("                 U pd::argmax(float const*, int)\n"
+                               "                 w pd::rmsnorm(float*, float const*, float const*, int, int, float)\n"
+                               "                 v pd::weak_object\n"
+                               "0000000000000000 W pd::test::randn(int)\n"
+                               "0000000000000010 T pd::lab15::rms_norm(float*)\n");
+    CHECK(s.called == std::vector<std::string>{"pd::argmax(float const*, int)",
+                                               "pd::rmsnorm(float*, float const*, float const*, int, int, float)",
+                                               "pd::weak_object"});
+    CHECK(s.present.size() == 5);
+    CHECK(s.present[3] == "pd::test::randn(int)");
+    CHECK(s.present[4] == "pd::lab15::rms_norm(float*)");
 }
 
 // A header's inline function leaves no symbol in an optimised object; the

@@ -13,11 +13,10 @@ namespace pd::grade {
 
 namespace {
 
-RunResult ninja(const Context& c, double timeout_s, const std::vector<std::string>& targets, bool student) {
+// One step of a build in WORK/build (ninja, strip): a student's in the sandbox.
+RunResult build_step(const Context& c, std::vector<std::string> argv, double timeout_s, bool student) {
     RunSpec r;
-    r.argv = {"ninja", "-C", c.work_build.string()};
-    if (c.opt.jobs > 0) r.argv.push_back("-j" + std::to_string(c.opt.jobs));
-    for (const auto& t : targets) r.argv.push_back(t);
+    r.argv = std::move(argv);
     r.timeout_s = timeout_s;
     if (student && c.opt.sandbox) {
         // A compile reads what the code #includes: in the sandbox only the
@@ -31,6 +30,25 @@ RunResult ninja(const Context& c, double timeout_s, const std::vector<std::strin
         r.file_bytes = std::size_t(1) << 30;
     }
     return run_process(r);
+}
+
+RunResult ninja(const Context& c, double timeout_s, const std::vector<std::string>& targets, bool student) {
+    std::vector<std::string> argv = {"ninja", "-C", c.work_build.string()};
+    if (c.opt.jobs > 0) argv.push_back("-j" + std::to_string(c.opt.jobs));
+    argv.insert(argv.end(), targets.begin(), targets.end());
+    return build_step(c, std::move(argv), timeout_s, student);
+}
+
+// The lab's program and test binaries without their symbol tables: the
+// engine's functions are linked into them (the tests' references), and a
+// student who looked a forbidden one up by name at run time (dlsym is no
+// help: nothing is exported, but /proc/self/exe's .symtab names every
+// function) would call it with no symbol in the exercise object for the
+// may_not_use check to see (forbidden.hpp). Stripped, no name leads to it.
+RunResult strip_lab(const Context& c, double timeout_s, bool student) {
+    std::vector<std::string> argv = {"strip", "--strip-all"};
+    for (const auto& t : c.ninja_targets) argv.push_back((c.work_build / t).string());
+    return build_step(c, std::move(argv), timeout_s, student);
 }
 
 void copy_kit(Context& c) {
@@ -136,7 +154,11 @@ RunResult build_lab(const Context& c, const std::map<std::string, fs::path>& giv
         fs::path from = it != given.end() ? it->second : c.work_pristine / c.lab.rel / src;
         if (fs::exists(from)) write_if_changed(c.work_src / c.lab.rel / src, read_file(from));
     }
-    return ninja(c, timeout_s, c.ninja_targets, student);
+    RunResult built = ninja(c, timeout_s, c.ninja_targets, student);
+    if (!built.ok()) return built;
+    RunResult stripped = strip_lab(c, timeout_s, student);
+    stripped.seconds += built.seconds;
+    return stripped;
 }
 
 std::string why_failed(const RunResult& r) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -31,11 +32,6 @@ std::vector<fs::path> exercise_objects(const Context& c) {
     std::sort(found.begin(), found.end());
     return found;
 }
-
-struct Symbols {
-    std::vector<std::string> called;   // undefined: what the object calls outside itself
-    std::vector<std::string> present;  // every symbol, inline code from headers included
-};
 
 // A shell command line as words: quotes ('' and "") and backslashes undone,
 // as meson writes compile_commands.json.
@@ -98,24 +94,32 @@ std::vector<fs::path> unoptimized_objects(const Context& c, StudentResult& r) {
     return objects;
 }
 
-// `nm -C` lines are "                 U pd::argmax(float const*, int)" (undefined)
-// or "0000000000000000 W pd::test::randn(...)" (defined here, e.g. inline).
-Symbols symbols_of(const fs::path& object) {
-    RunSpec nm;
-    nm.argv = {"nm", "-C", object.string()};
-    nm.timeout_s = 30;
+}  // namespace
+
+Symbols parse_nm(const std::string& output) {
     Symbols s;
-    std::stringstream ss(run_process(nm).output);
+    std::stringstream ss(output);
     for (std::string line; std::getline(ss, line);) {
         line = trim(line);
-        if (line.rfind("U ", 0) == 0) {
+        const auto sp = line.find(' ');
+        if (sp == std::string::npos) continue;
+        if (sp == 1) {  // no address: undefined, strong (U) or weak (w, v)
             s.called.push_back(line.substr(2));
             s.present.push_back(line.substr(2));
-        } else if (auto sp = line.find(' '); sp != std::string::npos && sp + 3 <= line.size()) {
+        } else if (sp + 3 <= line.size()) {
             s.present.push_back(line.substr(sp + 3));
         }
     }
     return s;
+}
+
+namespace {
+
+Symbols symbols_of(const fs::path& object) {
+    RunSpec nm;
+    nm.argv = {"nm", "-C", object.string()};
+    nm.timeout_s = 30;
+    return parse_nm(run_process(nm).output);
 }
 
 // The first symbol of the tests' own code in `present`, or "".
@@ -190,8 +194,24 @@ std::vector<std::vector<std::string>> unoptimized_compiles(const Context& c) {
     return commands;
 }
 
+namespace {
+
+// `name` against `pattern`, where '*' stands for any run of characters within
+// one part of a qualified name (no ':').
+bool glob_matches(std::string_view name, std::string_view pattern) {
+    if (pattern.empty()) return name.empty();
+    if (pattern[0] != '*') return !name.empty() && name[0] == pattern[0] && glob_matches(name.substr(1), pattern.substr(1));
+    for (std::size_t n = 0; n <= name.size(); n++) {
+        if (glob_matches(name.substr(n), pattern.substr(1))) return true;
+        if (n < name.size() && name[n] == ':') return false;
+    }
+    return false;
+}
+
+}  // namespace
+
 bool symbol_matches(const std::string& name, const std::string& symbol) {
-    return name == symbol || (name.size() > symbol.size() && name.rfind(symbol, 0) == 0 && name[symbol.size()] == '(');
+    return name == symbol || glob_matches(std::string_view(name).substr(0, name.find('(')), symbol);
 }
 
 void apply_may_not_use(const Context& c, StudentResult& r) {

@@ -20,6 +20,17 @@ inline constexpr const char* kTestCodeNamespaces[] = {"pd::test::", "pd::ref::",
                                                       "pd::lab::needs", "pd::lab::env_test_seed",
                                                       "pd::lab::observ", "doctest::"};
 
+struct Symbols {
+    std::vector<std::string> called;   // undefined: what the object calls outside itself
+    std::vector<std::string> present;  // every symbol, inline code from headers included
+};
+
+// `nm -C`'s lines: "0000000000000000 W pd::test::randn(...)" (defined here,
+// e.g. inline) and, with no address, the undefined ones: "U pd::argmax(float
+// const*, int)", or "w pd::rmsnorm(...)" for a weak reference (a student's
+// [[gnu::weak]] declaration links and calls the engine's function as well).
+Symbols parse_nm(const std::string& output);
+
 // Takes each forbidden symbol's points off r.total (never below 0), and all of
 // them for the tests' own code, with a note per symbol and ", forbidden
 // symbol" in the status. Call after the checks.
@@ -36,7 +47,10 @@ std::vector<std::string> unoptimized_command(const std::vector<std::string>& com
 // compile_commands.json; objects in WORK/build/grade-unoptimized/.
 std::vector<std::vector<std::string>> unoptimized_compiles(const Context& c);
 
-// True when the demangled `name` is `symbol` or `symbol(...)`.
+// True when the demangled `name` is `symbol` or `symbol(...)`; a '*' in
+// `symbol` stands for any run of characters within one part of the name, so
+// "pd::N_*::RmsNormRow" is the engine's RMSNorm kernel for every SIMD target
+// (Highway compiles one per target, in its own namespace, each callable by name).
 bool symbol_matches(const std::string& name, const std::string& symbol);
 
 }  // namespace pd::grade

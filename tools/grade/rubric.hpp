@@ -35,7 +35,7 @@ struct Check {
 // each one found among the undefined symbols of their compiled exercise
 // (nm -C -u) costs its points, the total never going below 0.
 struct Forbidden {
-    std::string symbol;  // demangled: "pd::argmax" matches "pd::argmax(...)" and itself
+    std::string symbol;  // demangled: "pd::argmax" matches "pd::argmax(...)" and itself; '*' within one part of the name
     double points = 0;
     std::string why;     // shown in the report
 };
