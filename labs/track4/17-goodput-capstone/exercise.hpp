@@ -56,7 +56,7 @@ ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const Precision
 class GoodputPolicy final : public pd::serve::StepPolicy {
 public:
     // `cost`: the clock at your configuration's precision; `time`: the
-    // replay's, which outlives the policy and which replay_on keeps current.
+    // replay's (it must outlive the policy; replay_on keeps it current).
     GoodputPolicy(const Slo& slo, const StepCostModel& cost, const ReplayTime& time)
         : slo_(slo), cost_(cost), time_(time) {}
 
