@@ -40,8 +40,8 @@ ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const Precision
                           const MemoryCap& cap) {
     ServeConfig c;
     // bf16: half of f32's weight bytes (a cheaper step), and on the family's
-    // traces 80-91% of f32's tokens, over the quality floor; int8 (70-77%)
-    // and int4 (11-35%) are cheaper still but fall under it on some traces.
+    // traces 80-91% of f32's tokens, over the quality floor; int8 (70-77%) is
+    // cheaper still but under the floor on some traces, int4 (11-35%) on all.
     c.precision = "bf16";
     const StepCostModel cost = costs.at(c.precision);
     // Blocks of 16: a shared prefix is found in whole blocks, so small blocks
