@@ -194,11 +194,13 @@ const std::vector<float>& head_rows(const Weights& w) {
     return w.head.w.empty() ? w.tok_emb : w.head.w;
 }
 
-std::size_t matmul_weight_bytes(const Weights& w) {
-    std::size_t bytes = matrix_bytes(w.head.in, w.head.out, w.precision);
+std::size_t matmul_weight_bytes(const Weights& w) { return matmul_weight_bytes(w, w.precision); }
+
+std::size_t matmul_weight_bytes(const Weights& w, Precision p) {
+    std::size_t bytes = matrix_bytes(w.head.in, w.head.out, p);
     for (auto& L : w.layers)
         for (const Matrix* m : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out})
-            bytes += matrix_bytes(m->in, m->out, w.precision);
+            bytes += matrix_bytes(m->in, m->out, p);
     return bytes;
 }
 

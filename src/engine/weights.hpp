@@ -66,7 +66,9 @@ Weights synthetic_weights(const Config& c, Precision precision, unsigned long lo
                           const Progress& progress = {});
 
 // Bytes of the matrix weights a decode step reads (every Matrix, head
-// included) once prepared in w.precision, int8's scales included.
+// included) once prepared in w.precision, int8's scales included; or, from
+// the same shapes, in another precision `p`.
 std::size_t matmul_weight_bytes(const Weights& w);
+std::size_t matmul_weight_bytes(const Weights& w, Precision p);
 
 }  // namespace pd

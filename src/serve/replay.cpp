@@ -105,7 +105,8 @@ void record(ReplayResult& out, std::span<const TokenEvent> events, double t, int
 }  // namespace
 
 ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Request> requests,
-                    bool progress, const std::string& timeline_process, const StepClock& clock) {
+                    bool progress, const std::string& timeline_process, const StepClock& clock,
+                    double* now_s) {
     ReplayResult out;
     out.finished.assign(requests.size(), FinishReason::none);
     out.output_ids.resize(requests.size());
@@ -129,7 +130,7 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
     while (next < order.size() || !scheduler.idle()) {
         double t = time_now();
         for (; next < order.size() && trace[order[next]].arrival_s <= t; next++)
-            scheduler.add(requests[order[next]]);
+            scheduler.add(requests[order[next]], {}, trace[order[next]].arrival_s);
         if (scheduler.idle()) {  // nothing to do until the next arrival
             const double arrival_s = trace[order[next]].arrival_s;
             if (clock)
@@ -138,6 +139,7 @@ ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Re
                 std::this_thread::sleep_for(std::chrono::duration<double>(arrival_s - t));
             continue;
         }
+        if (now_s) *now_s = t;
         if (timeline) timeline->step_begins();
         const auto events = scheduler.step();
         if (clock) virtual_s += clock(scheduler);

@@ -85,8 +85,11 @@ using StepClock = std::function<double(const Scheduler&)>;
 // `progress`: a line on stderr about once a second (of the replay's clock).
 // When a timeline is recorded, the replay goes on it (scheduler_timeline.hpp,
 // wall times): on the program's own process, or on a new one named `timeline_process`.
+// Each request reaches the scheduler with its arrival time (SeqState::arrival_s);
+// `now_s`, when given, is set to the replay's time before every step, on the
+// same clock, so that a policy can tell how long a request has waited.
 ReplayResult replay(Scheduler& scheduler, const Trace& trace, std::span<const Request> requests,
                     bool progress, const std::string& timeline_process = "",
-                    const StepClock& clock = {});
+                    const StepClock& clock = {}, double* now_s = nullptr);
 
 }  // namespace pd::serve

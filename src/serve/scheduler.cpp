@@ -52,7 +52,7 @@ int Scheduler::free_id() {
     return int(pool_.size()) - 1;
 }
 
-void Scheduler::add(Request r, const Sampling& sampling) {
+void Scheduler::add(Request r, const Sampling& sampling, double arrival_s) {
     if (r.prompt.empty()) fail("request {} has an empty prompt", r.id);
     if (int(r.prompt.size()) > cfg_.max_model_len)
         fail("request {}: its prompt of {} tokens is longer than the context of {} positions",
@@ -78,7 +78,7 @@ void Scheduler::add(Request r, const Sampling& sampling) {
     q.finish = std::move(finish);
     q.sampler = make_sampler(sampling.sampler, engine_.config().vocab_size);
     q.live = true;
-    states_[std::size_t(id)] = SeqState{q.prompt_len, 0, false};
+    states_[std::size_t(id)] = SeqState{q.prompt_len, 0, false, arrival_s};
     waiting_.push_back(id);
 }
 

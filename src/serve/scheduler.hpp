@@ -89,7 +89,9 @@ public:
     // Queues a request, chosen greedily unless `sampling` says otherwise
     // (UserError: empty prompt, longer than the context, a stop string
     // without a tokenizer, max_tokens < 1, an id already queued, a bad sampler).
-    void add(Request r, const Sampling& sampling = {});
+    // `arrival_s`: when it arrived on the caller's clock (the replay's), for
+    // the policy to read in SeqState; the scheduler itself keeps no time.
+    void add(Request r, const Sampling& sampling = {}, double arrival_s = 0);
     // Marks a waiting or running request cancelled; the next step closes it
     // and reports it. False when no such request is queued.
     bool cancel(int request_id);

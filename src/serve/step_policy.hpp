@@ -19,6 +19,7 @@ struct SeqState {
     int tokens = 0;          // prompt + output so far
     int computed = 0;        // leading tokens whose K/V are cached
     bool cancelled = false;  // the client cancelled it; retire it this step
+    double arrival_s = 0;    // when it arrived, on the caller's clock (Scheduler::add's; 0 if not given)
     // Tokens still to run: tokens - computed. 1 with computed > 0 is a decode
     // row (the last sampled token) or the last token of a chunked prompt: a
     // policy treats both as one row (they cost the same); the scheduler's

@@ -65,8 +65,9 @@ WRONG = {
         "what": "admit takes one more than the room: the Scheduler stops it (more than max_seqs would run)",
         "solution": "if (int(out.size()) == room) break;",
         "student": "if (int(out.size()) == room + 1) break;",
-        "broken": {"the policy's rules", "tokens as if alone", "goodput at least the baseline's", "lab program",
-                   "goodput against the reference"},
+        # The program's checks run it too, but on the class's trace (seed 12345) the reference's
+        # bf16 steps keep the queue within the room, so the extra admission never happens there.
+        "broken": {"the policy's rules", "tokens as if alone", "goodput at least the baseline's"},
     },
 }
 

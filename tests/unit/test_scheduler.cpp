@@ -9,6 +9,7 @@
 #include <map>
 #include <new>
 #include <random>
+#include <set>
 
 #include <doctest/doctest.h>
 
@@ -537,4 +538,40 @@ TEST_CASE("serve.scheduler.tiny_model_paged_equals_slot") {
             CHECK(got.at(r.id) == want.at(r.id));
         }
     }
+}
+
+TEST_CASE("serve.scheduler.arrival_times_reach_the_policy") {
+    // A replay on a virtual clock of 1 s a step: each request's SeqState
+    // carries its trace arrival (after a preemption too), and now_s is the
+    // replay's time when the step being decided began.
+    struct Watcher final : StepPolicy {
+        ContinuousBatching inner;
+        const double* now_s = nullptr;
+        std::map<int, double> arrival;  // by sequence id (reused once finished): what admit saw last
+        std::set<double> arrivals;      // every arrival admit saw
+        std::vector<double> nows;       // now_s at each build_batch
+        void retire(const SchedulerState& s, std::vector<int>& out) override { inner.retire(s, out); }
+        void admit(const SchedulerState& s, const StepLimits& lim, std::vector<int>& out) override {
+            for (int id : s.waiting) arrival[id] = s.seqs[std::size_t(id)].arrival_s, arrivals.insert(arrival[id]);
+            inner.admit(s, lim, out);
+        }
+        void build_batch(const SchedulerState& s, const StepLimits& lim, std::vector<BatchItem>& out) override {
+            nows.push_back(*now_s);
+            for (int id : s.running) CHECK(s.seqs[std::size_t(id)].arrival_s == arrival.at(id));
+            inner.build_batch(s, lim, out);
+        }
+    };
+    FakeEngine engine(1000);
+    Watcher policy;
+    double now = -1;
+    policy.now_s = &now;
+    Scheduler s(engine, policy, config(1, 64));
+    Trace trace(3);
+    trace[0].arrival_s = 0.5, trace[1].arrival_s = 0.75, trace[2].arrival_s = 10;
+    std::vector<Request> rs = {{0, {1, 2}, 2, {}}, {1, {3}, 2, {}}, {2, {4}, 1, {}}};
+    replay(s, trace, rs, false, "", [](const Scheduler&) { return 1.0; }, &now);
+    // One sequence at a time: request 0 runs at 0.5 and 1.5, request 1 at 2.5
+    // and 3.5; idle, the clock jumps to request 2's arrival.
+    CHECK(policy.nows == std::vector<double>{0.5, 1.5, 2.5, 3.5, 10});
+    CHECK(policy.arrivals == std::set<double>{0.5, 0.75, 10});
 }

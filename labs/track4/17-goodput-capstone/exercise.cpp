@@ -10,12 +10,12 @@
 
 namespace pd::lab17 {
 
-ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const StepCostModel& cost,
+ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const PrecisionCosts& costs,
                           const MemoryCap& cap) {
-    (void)t, (void)slo, (void)cost, (void)cap;
+    (void)t, (void)slo, (void)costs, (void)cap;
     TODO_EXERCISE(
-        "README task 1: what budget keeps one step under the ITL objective, and what block size lets "
-        "the shared prefixes be found?");
+        "README task 1: what budget keeps one step under the ITL objective, what block size lets "
+        "the shared prefixes be found, and which precision keeps the tokens above the quality floor?");
 }
 
 void GoodputPolicy::retire(const SchedulerState& s, std::vector<int>& out) {
@@ -25,7 +25,9 @@ void GoodputPolicy::retire(const SchedulerState& s, std::vector<int>& out) {
 
 void GoodputPolicy::admit(const SchedulerState& s, const StepLimits& lim, std::vector<int>& out) {
     (void)s, (void)lim, (void)out;
-    TODO_EXERCISE("README task 2: which waiting request, if started now, is most likely to meet its TTFT?");
+    TODO_EXERCISE(
+        "README task 2: which waiting request, if started now (time_.now_s), is most likely to meet its "
+        "TTFT, and which can no longer?");
 }
 
 void GoodputPolicy::build_batch(const SchedulerState& s, const StepLimits& lim, std::vector<BatchItem>& out) {

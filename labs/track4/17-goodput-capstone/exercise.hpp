@@ -8,14 +8,18 @@
 // Two pieces, both judged on a hidden trace of the same family as the public one:
 //   1. choose_config: from a summary of the trace (rates, lengths, shared
 //      prefixes), the configuration: sequences at once, token budget per
-//      step, KV block size and pool within the memory cap, prefix caching.
+//      step, KV block size and pool within the memory cap, prefix caching,
+//      and the precision of the weights (cheaper steps, other tokens: under
+//      the kit's quality floor, kAgreementFloor, the goodput counts 0).
 //   2. GoodputPolicy: a pd::serve::StepPolicy (lab 06's three methods) that
 //      decides every step who leaves, who joins and what runs.
 // Time is the kit's virtual clock (goodput_kit.hpp's StepCostModel): every
 // step costs weights_ms + rows * per_token_ms + attended pairs * per_pair_ms,
 // the same for your policy and the baseline on any machine under any load.
-// Your policy gets that model and the SLOs, so it can price a batch before
-// it runs it.
+// Your policy gets that model (at your configuration's precision), the SLOs
+// and the replay's "now" (ReplayTime; each SeqState's arrival_s is on the same
+// clock), so it can price a batch before it runs it and tell a request whose
+// first token can no longer come in time.
 #pragma once
 
 #include <vector>
@@ -32,8 +36,9 @@ using pd::serve::StepLimits;
 
 // Task 1: the configuration for a trace like `t`. The kit checks it
 // (check_config: kv_blocks * block_size within `cap`, the longest request
-// fits alone, every field in its range) and stops with a message otherwise.
-ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const StepCostModel& cost,
+// fits alone, every field in its range, a precision the engine has) and
+// stops with a message otherwise. `costs.at(p)`: the clock at precision p.
+ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const PrecisionCosts& costs,
                           const MemoryCap& cap);
 
 // Task 2: the step policy. The Scheduler (src/serve/scheduler.hpp) calls the
@@ -50,7 +55,10 @@ ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const StepCostM
 // sequence (it recomputes later): a batch it cannot hold costs time.
 class GoodputPolicy final : public pd::serve::StepPolicy {
 public:
-    GoodputPolicy(const Slo& slo, const StepCostModel& cost) : slo_(slo), cost_(cost) {}
+    // `cost`: the clock at your configuration's precision; `time`: the
+    // replay's (it must outlive the policy; replay_on keeps it current).
+    GoodputPolicy(const Slo& slo, const StepCostModel& cost, const ReplayTime& time)
+        : slo_(slo), cost_(cost), time_(time) {}
 
     void retire(const SchedulerState& s, std::vector<int>& out) override;
     void admit(const SchedulerState& s, const StepLimits& lim, std::vector<int>& out) override;
@@ -59,6 +67,7 @@ public:
 private:
     Slo slo_;
     StepCostModel cost_;
+    const ReplayTime& time_;
     std::vector<int> order_;  // scratch for sorting ids: it grows to the most ids once, then a step allocates nothing
 };
 

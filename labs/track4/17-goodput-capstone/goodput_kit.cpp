@@ -27,6 +27,23 @@ pd::serve::StepClock virtual_clock(const StepCostModel& cost) {
     };
 }
 
+StepCostModel PrecisionCosts::at(const std::string& precision) const {
+    const pd::Precision p = pd::parse_precision(precision);
+    StepCostModel c = f32;
+    c.weights_ms *= weight_share[std::size_t(p.format)];
+    return c;
+}
+
+PrecisionCosts precision_costs(const StepCostModel& f32, const pd::Weights& w) {
+    PrecisionCosts costs{f32, {}};
+    const double f32_bytes = double(pd::matmul_weight_bytes(w, pd::Precision::f32));
+    for (const std::string& name : pd::format_names()) {
+        const pd::Precision p = pd::parse_precision(name);
+        costs.weight_share[std::size_t(p.format)] = double(pd::matmul_weight_bytes(w, p)) / f32_bytes;
+    }
+    return costs;
+}
+
 namespace {
 
 // Least squares over the columns in `use` (1, rows, pairs): the normal
@@ -98,7 +115,7 @@ StepCostModel parse_cost(const std::string& text) {
 }
 
 ServeConfig baseline_config(const MemoryCap& cap) {
-    return {8, 512, 16, int(std::min<long long>(INT_MAX, cap.kv_positions / 16)), true};
+    return {8, 512, 16, int(std::min<long long>(INT_MAX, cap.kv_positions / 16)), true, "f32"};
 }
 
 void check_config(const ServeConfig& c, const MemoryCap& cap, long long longest) {
@@ -120,6 +137,11 @@ void check_config(const ServeConfig& c, const MemoryCap& cap, long long longest)
         fail("the configuration's KV pool of {} blocks of {} cannot hold the longest request ({} positions, "
              "{} blocks) even alone: give at least {} blocks",
              c.kv_blocks, c.block_size, longest, needed, needed);
+    try {
+        pd::parse_precision(c.precision);
+    } catch (const UserError& e) {
+        fail("the configuration's precision: {}", e.what());
+    }
 }
 
 namespace {
@@ -220,17 +242,29 @@ Score score(const pd::serve::ReplayResult& r, const Slo& slo) {
     return s;
 }
 
+double token_agreement(const pd::serve::ReplayResult& r, const pd::serve::ReplayResult& f32) {
+    long long same = 0, all = 0;
+    for (std::size_t i = 0; i < f32.output_ids.size(); i++) {
+        const std::vector<int>& want = f32.output_ids[i];
+        all += (long long)want.size();
+        if (i >= r.output_ids.size()) continue;
+        const std::vector<int>& got = r.output_ids[i];
+        for (std::size_t k = 0; k < std::min(want.size(), got.size()); k++) same += got[k] == want[k];
+    }
+    return all > 0 ? double(same) / double(all) : 1.0;
+}
+
 pd::serve::ReplayResult replay_on(pd::serve::ServingEngine& engine, pd::serve::StepPolicy& policy,
                                   const ServeConfig& cfg, const pd::serve::Trace& trace,
                                   std::span<const pd::serve::Request> reqs, const pd::serve::StepClock& clock,
-                                  bool progress) {
+                                  bool progress, ReplayTime* time) {
     pd::serve::SchedulerConfig sc;
     sc.limits = {cfg.max_seqs, cfg.max_tokens_per_step, false};
     sc.max_model_len = int(pd::serve::longest_request(reqs));  // every request's prompt and output fit
     sc.eos_id = engine.config().eos_id;
     sc.ignore_eos = true;
     pd::serve::Scheduler s(engine, policy, std::move(sc));
-    return pd::serve::replay(s, trace, reqs, progress, "", clock);
+    return pd::serve::replay(s, trace, reqs, progress, "", clock, time ? &time->now_s : nullptr);
 }
 
 }  // namespace pd::lab17

@@ -5,11 +5,14 @@
 // writes exercise.cpp (a configuration and a StepPolicy) against these types.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/precision.hpp"
+#include "engine/weights.hpp"
 #include "serve/replay.hpp"
 #include "serve/scheduler.hpp"
 #include "serve/trace.hpp"
@@ -54,6 +57,21 @@ StepShape last_step_shape(const pd::serve::Scheduler& s);
 // The replay's clock that advances by `cost` of every step.
 pd::serve::StepClock virtual_clock(const StepCostModel& cost);
 
+// The clock at each precision the engine has. A step reads every matrix
+// weight once, so weights_ms scales with the model's matrix bytes at that
+// precision over f32's (int8 and int4 with their scales, in groups of 64);
+// the arithmetic of a row and of attention is taken to be the same whatever
+// the format (the kernels widen the weights before they multiply), so
+// per_token_ms and per_pair_ms stay f32's. Derived, not timed per precision.
+struct PrecisionCosts {
+    StepCostModel f32;                                // --cost, or calibrated at f32
+    std::array<double, 4> weight_share{1, 1, 1, 1};  // by pd::Format: matrix bytes over f32's
+    // The model at `precision` (f32, bf16, int8 or int4); UserError naming an unknown one.
+    StepCostModel at(const std::string& precision) const;
+};
+// `f32` priced at every precision from `w`'s matrix shapes (matmul_weight_bytes).
+PrecisionCosts precision_costs(const StepCostModel& f32, const pd::Weights& w);
+
 // One timed step, for the calibration.
 struct StepTiming {
     StepShape shape;
@@ -81,6 +99,8 @@ struct ServeConfig {
     int block_size = 16;            // KV positions per block (PagedServingEngine)
     int kv_blocks = 384;            // blocks in the pool (PagedServingEngine)
     bool prefix_caching = true;     // reuse cached prompt blocks (PagedServingEngine)
+    std::string precision = "f32";  // the weights: f32, bf16, int8 or int4 (groups of 64): the
+                                    // model the engine loads, and the clock (PrecisionCosts)
 };
 
 // The baseline: the engine's ContinuousBatching with this configuration
@@ -89,8 +109,8 @@ ServeConfig baseline_config(const MemoryCap& cap);
 
 // UserError, naming the field and how to fix it, unless: 1 <= max_seqs <= 256,
 // 1 <= max_tokens_per_step <= 8192, 1 <= block_size <= 256, kv_blocks >= 1,
-// kv_blocks * block_size <= cap, and the pool holds the longest request
-// (`longest` positions) alone.
+// kv_blocks * block_size <= cap, the pool holds the longest request
+// (`longest` positions) alone, and the precision is one the engine has.
 void check_config(const ServeConfig& c, const MemoryCap& cap, long long longest);
 
 // ---- The trace family: Poisson arrivals at calm_rate, with a burst of
@@ -138,12 +158,29 @@ struct Score {
 };
 Score score(const pd::serve::ReplayResult& r, const Slo& slo);
 
+// ---- The quality floor. A cheaper precision makes every step cheaper and
+// changes the tokens: the share of the f32 replay's output tokens that the
+// replay at the configuration's precision gives at the same place of the same
+// request (greedy, so a request that once differs usually differs from there on).
+// A configuration whose agreement is under the floor scores 0 goodput.
+inline constexpr double kAgreementFloor = 0.75;
+// That share, over every request (1 when f32's replay gave no token).
+double token_agreement(const pd::serve::ReplayResult& r, const pd::serve::ReplayResult& f32);
+
+// "Now" for a policy: the replay's time (seconds since the trace began, on its
+// clock: the virtual one when graded) when the step being decided began.
+// replay_on sets it before every step; SeqState::arrival_s is on the same clock.
+struct ReplayTime {
+    double now_s = 0;
+};
+
 // Runs `reqs` through a Scheduler with `policy` over `engine` (whose memory
-// `cfg` already sized) on `clock` (virtual_clock(cost) when grading). EOS is
+// and precision `cfg` already set) on `clock` (virtual_clock(cost) when
+// grading), keeping `time` (the policy's "now", when given) up to date. EOS is
 // ignored: every request produces its max_tokens, so every policy does the same work.
 pd::serve::ReplayResult replay_on(pd::serve::ServingEngine& engine, pd::serve::StepPolicy& policy,
                                   const ServeConfig& cfg, const pd::serve::Trace& trace,
                                   std::span<const pd::serve::Request> reqs, const pd::serve::StepClock& clock,
-                                  bool progress);
+                                  bool progress, ReplayTime* time = nullptr);
 
 }  // namespace pd::lab17

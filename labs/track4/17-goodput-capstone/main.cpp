@@ -6,10 +6,12 @@
 //       from --cost, or calibrated on this machine by a short timed replay
 //   [3] your configuration (choose_config), checked against the memory cap
 //   [4] the replays, through the real paged engine and the kit's Scheduler on
-//       the virtual clock: yours (GoodputPolicy, your configuration) and the
-//       baseline's (ContinuousBatching, the default configuration); goodput,
-//       the ratio, TTFT and ITL percentiles, and a check that both gave every
-//       request the same tokens (a scheduler decides WHEN, never WHICH)
+//       the virtual clock: yours (GoodputPolicy, your configuration, the model
+//       at your precision) and the baseline's (ContinuousBatching, the default
+//       configuration, f32); goodput, the ratio, TTFT and ITL percentiles
+//   [5] the tokens: your schedule at f32 must give every request the
+//       baseline's tokens (a scheduler decides WHEN, never WHICH), and your
+//       precision's agreement with them must reach the quality floor
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -23,6 +25,7 @@
 #include "exercise.hpp"
 #include "goodput_kit.hpp"
 #include "lab_main.hpp"
+#include "load/model_source.hpp"
 #include "serve/paged_serving_engine.hpp"
 
 using namespace pd;
@@ -42,15 +45,21 @@ struct Options {
     bool quiet = false;
 };
 
-// The paged engine with `cfg`'s memory.
-std::unique_ptr<serve::PagedServingEngine> make_engine(const cli::Session& s, const Options& o,
+// The paged engine over `model` (loaded at `cfg`'s precision) with `cfg`'s memory.
+std::unique_ptr<serve::PagedServingEngine> make_engine(const std::shared_ptr<const Model>& model, const Options& o,
                                                        const lab17::ServeConfig& cfg) {
     serve::PagedOptions po;
     po.block_size = cfg.block_size;
     po.total_blocks = cfg.kv_blocks;
     po.prefix_caching = cfg.prefix_caching;
     po.threads = o.lab.threads;
-    return serve::make_paged_serving_engine(s.loaded.model, po);
+    return serve::make_paged_serving_engine(model, po);
+}
+
+// The model at `cfg`'s precision: the session's f32 one, or --model loaded again.
+std::shared_ptr<const Model> model_at(const cli::Session& s, const Options& o, const lab17::ServeConfig& cfg) {
+    const Precision p = parse_precision(cfg.precision);
+    return p == Precision::f32 ? s.loaded.model : load_model(o.lab.model, p, false).model;
 }
 
 // [2] The cost model: --cost, or least squares over the steps of the
@@ -62,7 +71,7 @@ lab17::StepCostModel cost_model(const cli::Session& s, const Options& o, const s
     const serve::Trace head(trace.begin(), trace.begin() + long(n));
     const std::vector<serve::Request> head_reqs(reqs.begin(), reqs.begin() + long(n));
     const lab17::ServeConfig cfg = lab17::baseline_config(cap);
-    auto engine = make_engine(s, o, cfg);
+    auto engine = make_engine(s.loaded.model, o, cfg);
     serve::ContinuousBatching policy;
     std::vector<lab17::StepTiming> steps;
     double last = now_ms();
@@ -81,19 +90,20 @@ struct Run {
     lab17::Score score;
 };
 
-Run run_policy(const cli::Session& s, const Options& o, serve::StepPolicy& policy, const lab17::ServeConfig& cfg,
-               const serve::Trace& trace, const std::vector<serve::Request>& reqs,
-               const lab17::StepCostModel& cost) {
-    auto engine = make_engine(s, o, cfg);
+Run run_policy(const std::shared_ptr<const Model>& model, const Options& o, serve::StepPolicy& policy,
+               const lab17::ServeConfig& cfg, const serve::Trace& trace, const std::vector<serve::Request>& reqs,
+               const lab17::StepCostModel& cost, lab17::ReplayTime* time) {
+    auto engine = make_engine(model, o, cfg);
     Run run;
-    run.r = lab17::replay_on(*engine, policy, cfg, trace, reqs, lab17::virtual_clock(cost), !o.quiet);
+    run.r = lab17::replay_on(*engine, policy, cfg, trace, reqs, lab17::virtual_clock(cost), !o.quiet, time);
     run.score = lab17::score(run.r, o.slo);
     return run;
 }
 
 json config_json(const lab17::ServeConfig& c) {
     return {{"max_seqs", c.max_seqs}, {"max_tokens_per_step", c.max_tokens_per_step},
-            {"block_size", c.block_size}, {"kv_blocks", c.kv_blocks}, {"prefix_caching", c.prefix_caching}};
+            {"block_size", c.block_size}, {"kv_blocks", c.kv_blocks}, {"prefix_caching", c.prefix_caching},
+            {"precision", c.precision}};
 }
 
 json run_json(const Run& run, const lab17::ServeConfig& cfg) {
@@ -129,6 +139,10 @@ int run(Options& o) {
     if (o.lab.device != "cpu")
         fail("--device {}: this lab's replays run the paged engine on the CPU only (the score is on a "
              "virtual clock, so a GPU would not change it)", o.lab.device);
+    if (o.lab.precision != "f32" || o.lab.group_size != cli::CommonOptions{}.group_size)
+        fail("--precision {} --group-size {}: in this lab the precision is part of your configuration "
+             "(ServeConfig::precision, set in choose_config; int8 and int4 in groups of 64) and the "
+             "baseline runs f32: leave both options out", o.lab.precision, o.lab.group_size);
     const lab17::MemoryCap cap;
     cli::Session s = cli::load_session(o.lab);
     const int vocab = s.loaded.model->config.vocab_size;
@@ -141,38 +155,60 @@ int run(Options& o) {
     print_summary(summary);
 
     const lab17::StepCostModel cost = cost_model(s, o, trace, reqs, cap);
+    const lab17::PrecisionCosts costs = lab17::precision_costs(cost, s.loaded.model->w);
     std::printf("\n[2] the virtual clock (%s): a step costs %.3f ms + %.4f ms a row + %.3g ms an attended pair\n",
-                o.cost == "calibrate" ? "calibrated here on a short timed replay" : "--cost", cost.weights_ms,
-                cost.per_token_ms, cost.per_pair_ms);
+                o.cost == "calibrate" ? "calibrated here on a short timed replay, f32" : "--cost, f32",
+                cost.weights_ms, cost.per_token_ms, cost.per_pair_ms);
+    std::printf("  the weights' %.3f ms scale with their bytes: bf16 x%.3f, int8 x%.3f, int4 x%.3f\n", cost.weights_ms,
+                costs.weight_share[1], costs.weight_share[2], costs.weight_share[3]);
 
-    const lab17::ServeConfig mine = lab17::choose_config(summary, o.slo, cost, cap);
+    const lab17::ServeConfig mine = lab17::choose_config(summary, o.slo, costs, cap);
     lab17::check_config(mine, cap, summary.longest);
     const lab17::ServeConfig base = lab17::baseline_config(cap);
     std::printf("\n[3] configurations (memory cap %lld positions)\n", cap.kv_positions);
     for (const auto& [name, c] : {std::pair{"yours", mine}, std::pair{"baseline", base}})
-        std::printf("  %-9s max_seqs %d, %d tokens a step, %d blocks of %d, prefix caching %s\n", name, c.max_seqs,
-                    c.max_tokens_per_step, c.kv_blocks, c.block_size, c.prefix_caching ? "on" : "off");
+        std::printf("  %-9s max_seqs %d, %d tokens a step, %d blocks of %d, prefix caching %s, %s\n", name,
+                    c.max_seqs, c.max_tokens_per_step, c.kv_blocks, c.block_size, c.prefix_caching ? "on" : "off",
+                    c.precision.c_str());
 
-    lab17::GoodputPolicy policy(o.slo, cost);
+    const lab17::StepCostModel my_cost = costs.at(mine.precision);
+    lab17::ReplayTime time;
+    lab17::GoodputPolicy policy(o.slo, my_cost, time);
     serve::ContinuousBatching baseline_policy;
-    const Run yours = run_policy(s, o, policy, mine, trace, reqs, cost);
-    const Run baseline = run_policy(s, o, baseline_policy, base, trace, reqs, cost);
+    Run yours = run_policy(model_at(s, o, mine), o, policy, mine, trace, reqs, my_cost, &time);
+    const Run baseline = run_policy(s.loaded.model, o, baseline_policy, base, trace, reqs, costs.f32, nullptr);
+    const double agreement = lab17::token_agreement(yours.r, baseline.r);
+    const bool below_floor = agreement < lab17::kAgreementFloor;
+    if (below_floor) yours.score.goodput = 0;
     const double ratio = baseline.score.goodput > 0 ? yours.score.goodput / baseline.score.goodput : 0;
     std::printf("\n[4] replays on the virtual clock (every token computed by the engine)\n");
     std::printf("            goodput  good/all  TTFT p50  TTFT p99 ITL p50 ITL p99  steps preempt  virtual   good/wall\n");
     std::printf("              req/s                 ms        ms      ms      ms                    s         req/s\n");
     print_run("yours", yours, reqs.size());
     print_run("baseline", baseline, reqs.size());
-    std::printf("  yours / baseline goodput: x%.3f\n", ratio);
-    std::size_t same = 0;
-    for (std::size_t i = 0; i < reqs.size(); i++) same += yours.r.output_ids[i] == baseline.r.output_ids[i];
-    // In f32 a row's products do not depend on its batch-mates; bf16 rounds by batch size (see lab 06).
-    const bool exact = o.lab.precision == "f32", tokens_ok = !exact || same == reqs.size();
-    std::printf("  same tokens as the baseline for %zu of %zu requests%s\n", same, reqs.size(),
-                exact ? (tokens_ok ? " (ok)" : " (CHECK FAILED: a request got other tokens)")
-                      : " (shown, not checked: this precision rounds by batch size)");
+    std::printf("  yours / baseline goodput: x%.3f%s\n", ratio, below_floor ? " (yours counts 0: under the quality floor)" : "");
     std::printf("  good/wall: the same good requests over this run's wall time, for information only: it also\n"
                 "  paid for the real forward passes and whatever else ran on this machine\n");
+
+    // [5] In f32 a row's products do not depend on its batch-mates, so your
+    // schedule at f32 must give the baseline's tokens; other precisions round
+    // by batch size (lab 06), so theirs are compared, not required equal.
+    std::printf("\n[5] the tokens\n");
+    Run f32_schedule;
+    if (parse_precision(mine.precision) != Precision::f32) {
+        lab17::ReplayTime check_time;
+        lab17::GoodputPolicy check_policy(o.slo, my_cost, check_time);
+        f32_schedule = run_policy(s.loaded.model, o, check_policy, mine, trace, reqs, my_cost, &check_time);
+    }
+    const serve::ReplayResult& at_f32 = f32_schedule.r.steps > 0 ? f32_schedule.r : yours.r;
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < reqs.size(); i++) same += at_f32.output_ids[i] == baseline.r.output_ids[i];
+    const bool tokens_ok = same == reqs.size();
+    std::printf("  your schedule at f32 gave the baseline's tokens to %zu of %zu requests%s\n", same, reqs.size(),
+                tokens_ok ? " (ok)" : " (CHECK FAILED: a request got other tokens)");
+    std::printf("  %s agrees with f32 on %.1f%% of the output tokens (quality floor %.0f%%)%s\n",
+                mine.precision.c_str(), 100 * agreement, 100 * lab17::kAgreementFloor,
+                below_floor ? ": UNDER THE FLOOR, your goodput counts 0" : ": ok");
 
     json j;
     j["model"] = o.lab.model;
@@ -182,6 +218,8 @@ int run(Options& o) {
                  {"calibrated", o.cost == "calibrate"}};
     j["yours"] = run_json(yours, mine);
     j["baseline"] = run_json(baseline, base);
+    j["agreement"] = agreement;
+    j["agreement_floor"] = lab17::kAgreementFloor;
     j["goodput"] = yours.score.goodput;
     j["baseline_goodput"] = baseline.score.goodput;
     j["goodput_ratio"] = ratio;
@@ -203,7 +241,10 @@ int main(int argc, char** argv) {
         "by the engine (so both runs must give the same tokens), but time is a virtual clock: a step\n"
         "costs W + rows*TOK + attended pairs*PAIR ms, calibrated here (default) or fixed by --cost,\n"
         "so your goodput against the baseline's (ContinuousBatching, default configuration) does not\n"
-        "depend on what else this machine runs. The grader uses a fixed --cost and a hidden --seed.",
+        "depend on what else this machine runs. Your configuration also picks the weights' precision:\n"
+        "a step's W scales with their bytes, and the tokens change; under the quality floor (the share\n"
+        "of f32's output tokens yours agree with) your goodput counts 0. The grader uses a fixed --cost\n"
+        "and a hidden --seed.",
         "17-goodput-capstone");
     cli::add_common(&app, o.lab);
     app.add_option("--seed", o.family.seed, "seed of the trace (the grader's is hidden)")->capture_default_str();

@@ -48,6 +48,9 @@ StepCostModel random_cost(Inputs& in) {
     return {in.uniform(2, 12), in.uniform(0.01, 0.2), in.uniform(0, 0.0002)};
 }
 
+// The clock at every precision, with the default model's weight shares.
+PrecisionCosts priced(const StepCostModel& f32) { return {f32, {1, 0.5, 0.266, 0.141}}; }
+
 struct Workload {
     pd::serve::Trace trace;
     std::vector<pd::serve::Request> reqs;
@@ -81,6 +84,7 @@ World random_world(Inputs& in) {
     w.seqs.resize(std::size_t(n));
     for (int id = 0; id < n; id++) {
         SeqState& q = w.seqs[std::size_t(id)];
+        q.arrival_s = in.uniform(0, 10);
         q.tokens = in.integer(1, 600);
         q.cancelled = in.integer(1, 5) == 1;
         const bool runs = in.integer(0, 1) == 1;
@@ -91,6 +95,9 @@ World random_world(Inputs& in) {
 }
 
 const Slo kSlo;  // the program's default objectives
+
+// A small real model: the paged engine's tests and the precisions' replays.
+constexpr const char* kTinyModel = "synthetic:llama,dim=32,ffn=64,layers=1,heads=2,kv_heads=1,vocab=97,ctx=512";
 
 }  // namespace
 
@@ -103,7 +110,7 @@ TEST_CASE("lab17.config.within_the_cap") {
         const TraceSummary t = summarize(w.trace, w.reqs, f);
         const MemoryCap cap{in.integer(int(t.longest) + 16, 20000)};
         const Slo slo{in.uniform(200, 3000), in.uniform(20, 200)};
-        const ServeConfig c = choose_config(t, slo, random_cost(in), cap);
+        const ServeConfig c = choose_config(t, slo, priced(random_cost(in)), cap);
         std::string refused;
         try {
             check_config(c, cap, t.longest);
@@ -114,18 +121,19 @@ TEST_CASE("lab17.config.within_the_cap") {
         observe("config: trial " + std::to_string(trial) + " accepted", refused.empty());
         INFO("trial " << trial << ": cap " << cap.kv_positions << " positions, longest request " << t.longest);
         INFO("yours: max_seqs " << c.max_seqs << ", budget " << c.max_tokens_per_step << ", " << c.kv_blocks
-                                << " blocks of " << c.block_size);
+                                << " blocks of " << c.block_size << ", precision " << c.precision);
         CHECK_MESSAGE(refused.empty(), "the kit refuses your configuration: " << refused);
     }
 }
 
 TEST_CASE("lab17.limits.random_states") {
-    pd::lab::needs([] { World w; std::vector<int> o; GoodputPolicy(kSlo, {}).retire(w.view(), o); });
+    pd::lab::needs([] { World w; std::vector<int> o; ReplayTime t; GoodputPolicy(kSlo, {}, t).retire(w.view(), o); });
     Inputs in(2);
     for (int trial = 0; trial < 300; trial++) {
         const World w = random_world(in);
         const StepLimits lim{in.integer(1, 32), in.integer(1, 600), false};
-        GoodputPolicy p(kSlo, random_cost(in));
+        const ReplayTime now{in.uniform(0, 12)};  // some waiting requests are past the TTFT objective
+        GoodputPolicy p(kSlo, random_cost(in), now);
         std::vector<int> retired, admitted;
         std::vector<BatchItem> batch;
         retired.reserve(w.seqs.size()), admitted.reserve(w.seqs.size()), batch.reserve(w.seqs.size());
@@ -173,15 +181,16 @@ TEST_CASE("lab17.limits.random_states") {
 }
 
 TEST_CASE("lab17.tokens.as_if_alone") {
-    pd::lab::needs([] { World w; std::vector<int> o; GoodputPolicy(kSlo, {}).retire(w.view(), o); });
+    pd::lab::needs([] { World w; std::vector<int> o; ReplayTime t; GoodputPolicy(kSlo, {}, t).retire(w.view(), o); });
     Inputs in(3);
     for (int round = 0; round < 4; round++) {
         const FamilySpec f = random_family(in, 40);
         const Workload w = workload(f, kHashVocab);
-        ServeConfig cfg{in.integer(1, 24), in.integer(1, 300), 16, 1 << 16, false};
+        ServeConfig cfg{in.integer(1, 24), in.integer(1, 300), 16, 1 << 16, false, "f32"};
         HashEngine engine;
-        GoodputPolicy policy(kSlo, random_cost(in));
-        const auto r = replay_on(engine, policy, cfg, w.trace, w.reqs, virtual_clock({}), false);
+        ReplayTime time;
+        GoodputPolicy policy(kSlo, random_cost(in), time);
+        const auto r = replay_on(engine, policy, cfg, w.trace, w.reqs, virtual_clock({}), false, &time);
         for (const auto& q : w.reqs) {
             observe("round " + std::to_string(round) + " request " + std::to_string(q.id), r.output_ids[std::size_t(q.id)]);
             INFO("round " << round << ", request " << q.id << ", max_seqs " << cfg.max_seqs << ", budget "
@@ -195,13 +204,12 @@ TEST_CASE("lab17.tokens.as_if_alone") {
 }
 
 TEST_CASE("lab17.tokens.paged_engine_tight_memory") {
-    pd::lab::needs([] { World w; std::vector<int> o; GoodputPolicy(kSlo, {}).retire(w.view(), o); });
+    pd::lab::needs([] { World w; std::vector<int> o; ReplayTime t; GoodputPolicy(kSlo, {}, t).retire(w.view(), o); });
     // A small real model and a KV pool of a few requests: the Scheduler
     // preempts, prefixes are shared, and every request must still get the
     // tokens the baseline gives it (f32: a row does not depend on its batch-mates).
     Inputs in(4);
-    auto lm = pd::load_model("synthetic:llama,dim=32,ffn=64,layers=1,heads=2,kv_heads=1,vocab=97,ctx=512",
-                             pd::Precision::f32, false);
+    auto lm = pd::load_model(kTinyModel, pd::Precision::f32, false);
     FamilySpec f = random_family(in, 24);
     f.prompt_len = "lognormal:30:0.8:4:120";
     f.output_len = "lognormal:12:0.6:2:40";
@@ -210,14 +218,15 @@ TEST_CASE("lab17.tokens.paged_engine_tight_memory") {
     const long long longest = pd::serve::longest_request(w.reqs);
     std::map<int, std::vector<int>> want, got;
     for (bool baseline : {true, false}) {
-        ServeConfig cfg{in.integer(2, 12), in.integer(8, 200), 8, int((3 * longest) / 8 + 2), true};
+        ServeConfig cfg{in.integer(2, 12), in.integer(8, 200), 8, int((3 * longest) / 8 + 2), true, "f32"};
         pd::serve::PagedOptions po;
         po.block_size = cfg.block_size, po.total_blocks = cfg.kv_blocks, po.prefix_caching = true;
         auto engine = pd::serve::make_paged_serving_engine(lm.model, po);
         pd::serve::ContinuousBatching base;
-        GoodputPolicy mine(kSlo, {});
+        ReplayTime time;
+        GoodputPolicy mine(kSlo, {}, time);
         pd::serve::StepPolicy& policy = baseline ? static_cast<pd::serve::StepPolicy&>(base) : mine;
-        const auto r = replay_on(*engine, policy, cfg, w.trace, w.reqs, virtual_clock({}), false);
+        const auto r = replay_on(*engine, policy, cfg, w.trace, w.reqs, virtual_clock({}), false, &time);
         (baseline ? want : got) = outputs(r);
     }
     for (const auto& [id, ids] : want) {
@@ -229,24 +238,29 @@ TEST_CASE("lab17.tokens.paged_engine_tight_memory") {
 TEST_CASE("lab17.goodput.beats_the_baseline") {
     pd::lab::needs([] { choose_config({}, {}, {}, {}); });
     // The public trace, then one drawn from PDLAB_TEST_SEED, on the default
-    // cost model: your configuration and policy against the baseline.
+    // cost model: your configuration and policy against the baseline. Yours
+    // runs on the clock of its precision; the fake engine has no precision,
+    // so the quality floor is the program's check (lab17.kit.precisions tests it).
     Inputs in(5);
     for (std::uint64_t seed : {std::uint64_t(1), std::uint64_t(in.integer(2, 1 << 30))}) {
         FamilySpec f;
         f.seed = seed;
         const Workload w = workload(f, kHashVocab);
         const MemoryCap cap;
-        const StepCostModel cost;
+        const PrecisionCosts costs = priced({});
         double goodput[2] = {0, 0};
         for (bool baseline : {true, false}) {
             const ServeConfig cfg = baseline ? baseline_config(cap)
-                                             : choose_config(summarize(w.trace, w.reqs, f), kSlo, cost, cap);
+                                             : choose_config(summarize(w.trace, w.reqs, f), kSlo, costs, cap);
             check_config(cfg, cap, pd::serve::longest_request(w.reqs));
+            const StepCostModel cost = costs.at(cfg.precision);
             HashEngine engine;
             pd::serve::ContinuousBatching base;
-            GoodputPolicy mine(kSlo, cost);
+            ReplayTime time;
+            GoodputPolicy mine(kSlo, cost, time);
             pd::serve::StepPolicy& policy = baseline ? static_cast<pd::serve::StepPolicy&>(base) : mine;
-            goodput[baseline] = score(replay_on(engine, policy, cfg, w.trace, w.reqs, virtual_clock(cost), false), kSlo).goodput;
+            goodput[baseline] =
+                score(replay_on(engine, policy, cfg, w.trace, w.reqs, virtual_clock(cost), false, &time), kSlo).goodput;
         }
         // Your goodput may beat the reference's: only the verdict and the baseline's are compared.
         observe("goodput seed " + std::to_string(seed) + " at least the baseline's", goodput[0] >= goodput[1]);
@@ -265,7 +279,9 @@ TEST_CASE("lab17.kit.virtual_clock") {
     pd::serve::Trace trace(1);
     trace[0].arrival_s = 0.5;
     const std::vector<pd::serve::Request> reqs = {{0, {5, 6, 7, 8}, 3, {}}};
-    const auto r = replay_on(engine, policy, {}, trace, reqs, virtual_clock({10, 1, 0.5}), false);
+    ReplayTime time{-1};
+    const auto r = replay_on(engine, policy, {}, trace, reqs, virtual_clock({10, 1, 0.5}), false, &time);
+    CHECK(time.now_s == doctest::Approx(0.5325));  // the last step began after the first decode
     const std::vector<double> want = {0.519, 0.5325, 0.5465};
     REQUIRE(r.timings[0].token_s.size() == 3);
     observe("virtual token times", r.timings[0].token_s, {1e-12, 0});
@@ -273,6 +289,49 @@ TEST_CASE("lab17.kit.virtual_clock") {
     CHECK(score(r, {19.001, 14.001}).good == 1);
     CHECK(score(r, {18.9, 14.001}).good == 0);  // the TTFT objective missed by 0.1 ms
     CHECK(score(r, {19.001, 13.9}).good == 0);  // the second gap is 14 ms
+}
+
+TEST_CASE("lab17.kit.precisions") {
+    // Every precision the engine has runs a replay, on its own model: the
+    // agreement with f32 is counted from the tokens (1 for f32 itself, less
+    // where quantization changed a greedy choice), and the clock's weights_ms
+    // scales with the bytes measured from the model's matrices.
+    auto f32_model = pd::load_model(kTinyModel, pd::Precision::f32, false);
+    const PrecisionCosts costs = precision_costs({6, 0.06, 0.00004}, f32_model.model->w);
+    CHECK(costs.weight_share[0] == 1);
+    CHECK(costs.weight_share[1] == doctest::Approx(0.5));
+    CHECK(costs.weight_share[3] < costs.weight_share[2]);
+    CHECK(costs.weight_share[2] < 0.5);
+    CHECK(costs.at("int8").weights_ms == doctest::Approx(6 * costs.weight_share[2]));
+    CHECK(costs.at("int8").per_token_ms == 0.06);
+    CHECK_THROWS_WITH_AS(costs.at("fp8"), doctest::Contains("fp8"), pd::UserError);
+    FamilySpec f;
+    f.num_requests = 12, f.prompt_len = "lognormal:20:0.5:4:60", f.output_len = "lognormal:12:0.5:4:24";
+    const Workload w = workload(f, f32_model.model->config.vocab_size);
+    pd::serve::ReplayResult f32_run;
+    for (const char* name : {"f32", "bf16", "int8", "int4"}) {
+        const pd::Precision p = pd::parse_precision(name);
+        auto lm = p == pd::Precision::f32 ? f32_model : pd::load_model(kTinyModel, p, false);
+        // The share is the bytes of the model loaded at that precision over f32's.
+        CHECK(costs.weight_share[std::size_t(p.format)] ==
+              doctest::Approx(double(pd::matmul_weight_bytes(lm.model->w)) /
+                              double(pd::matmul_weight_bytes(f32_model.model->w))));
+        ServeConfig cfg{4, 64, 8, 256, true, name};
+        pd::serve::PagedOptions po;
+        po.block_size = cfg.block_size, po.total_blocks = cfg.kv_blocks, po.prefix_caching = true;
+        auto engine = pd::serve::make_paged_serving_engine(lm.model, po);
+        pd::serve::ContinuousBatching policy;
+        const auto r = replay_on(*engine, policy, cfg, w.trace, w.reqs, virtual_clock(costs.at(name)), false);
+        if (p == pd::Precision::f32) f32_run = r;
+        long long same = 0, all = 0;
+        for (std::size_t i = 0; i < w.reqs.size(); i++)
+            for (std::size_t k = 0; k < f32_run.output_ids[i].size(); k++, all++)
+                same += k < r.output_ids[i].size() && r.output_ids[i][k] == f32_run.output_ids[i][k];
+        INFO(name << ": " << same << " of " << all << " tokens as f32's");
+        CHECK(token_agreement(r, f32_run) == doctest::Approx(double(same) / double(all)));
+        if (p == pd::Precision::f32) CHECK(token_agreement(r, f32_run) == 1);
+        if (pd::is_int4(p)) CHECK(token_agreement(r, f32_run) < 1);  // 4 bits change some greedy choice
+    }
 }
 
 TEST_CASE("lab17.kit.checks") {
@@ -288,6 +347,9 @@ TEST_CASE("lab17.kit.checks") {
     CHECK_THROWS_WITH_AS(check_config({8, 0, 16, 64, true}, cap, 500), doctest::Contains("max_tokens_per_step"),
                          pd::UserError);
     CHECK_THROWS_WITH_AS(check_config({8, 256, 0, 64, true}, cap, 500), doctest::Contains("block_size"), pd::UserError);
+    CHECK_THROWS_WITH_AS(check_config({8, 256, 16, 64, true, "fp8"}, cap, 500),
+                         doctest::Contains("precision: unknown precision \"fp8\""), pd::UserError);
+    for (const char* p : {"f32", "bf16", "int8", "int4"}) CHECK_NOTHROW(check_config({8, 256, 16, 64, true, p}, cap, 500));
     CHECK_THROWS_AS(parse_cost("6,0.06"), pd::UserError);
     CHECK_THROWS_AS(parse_cost("6,nan,0"), pd::UserError);
     CHECK_THROWS_AS(parse_cost("0,1,1"), pd::UserError);
