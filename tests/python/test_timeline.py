@@ -350,7 +350,7 @@ def case_lab08(a, work):
         if name.startswith("budget "):
             budget = int(name.split()[1].rstrip(","))
             for step in (e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "step"):
-                n = step["args"]["decode rows"] + step["args"]["prefill tokens"]
+                n = step["args"]["decode rows"] + step["args"]["speculative rows"] + step["args"]["prefill tokens"]
                 assert n <= budget, "%s: a step of %d tokens" % (name, n)
 
 
