@@ -95,7 +95,8 @@ struct StepItem {
     int start = 0;        // position of its first row
     bool decode = false;  // a decode token (else a prompt chunk, or a recompute after preemption)
     int proposed = 0;     // of `tokens`, proposed ones after the decode token
-    int accepted = 0;     // of those, kept
+    int accepted = 0;     // of those, the ones the model agreed with (it emitted them and one of its own,
+                          // up to where a finish rule ended the request)
 };
 
 // Speculative decoding since the scheduler started.
@@ -103,7 +104,7 @@ struct SpeculationStats {
     long long decode_rows = 0;  // every decode row, with a proposal or not
     long long verifies = 0;     // decode rows that carried proposed tokens
     long long proposed = 0;     // proposed tokens checked
-    long long accepted = 0;     // of those, kept
+    long long accepted = 0;     // of those, the ones the model agreed with
     long long emitted = 0;      // tokens the verifying rows gave (kept + the model's own, finish rules applied)
     double acceptance_rate() const { return proposed ? double(accepted) / double(proposed) : 0.0; }
     // 1 for plain decoding; up to 1 + k.
