@@ -75,7 +75,7 @@ struct SchedulerConfig {
     // Speculative decoding by n-gram lookup (k = 0: off). Greedy requests
     // only: the rule keeps exactly the tokens greedy decoding gives, so a
     // request with a temperature is refused while it is on.
-    NgramSpeculation speculative;
+    NgramSpeculation speculative = {};
 };
 
 // UserError unless max_seqs >= 1 and the token budget >= 1.
