@@ -100,8 +100,9 @@ void add_speculation_flags(CLI::App* sub, ServeSimOptions& o) {
         "tokens that followed the latest earlier occurrence of its last n tokens, the model checks them in "
         "the same pass and keeps those it would have picked itself, so the output stays greedy decoding's. "
         "Pays when outputs repeat their prompt or themselves (quoting, code edits, a small model's loops): "
-        "a memory-bound decode step costs about the same with K more rows. Where nothing repeats, the rows "
-        "are wasted work. 0: off")
+        "a memory-bound decode step (a large model's) costs about the same with K more rows. Where nothing "
+        "repeats, the rows are wasted; where a step's cost grows with its rows (tiny on a CPU: its weights "
+        "stay in cache), fewer steps need not mean less time: the summary says both. 0: off")
         ->check(CLI::Range(0, 64))->capture_default_str();
     sub->add_option("--ngram-max", o.speculative.max_n,
         "with --speculative-k: the longest suffix looked up (longer matches predict better)")
