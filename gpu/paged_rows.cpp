@@ -22,13 +22,13 @@ void lay_out_paged_rows(PagedRows& out, const PagedKVCache& pool, std::span<cons
             fail("internal error: {} positions written to a sequence with {} blocks reserved (at most {})", t.len + n,
                  t.blocks.size(), max_blocks);
         std::copy(t.blocks.begin(), t.blocks.end(), out.tables.begin() + std::size_t(i) * max_blocks);
-        for (int j = 0; j < n - (items[i].logits ? 1 : 0); j++) add_row(i, j);
+        for (int j = 0; j < n - items[i].logit_rows; j++) add_row(i, j);
     }
-    for (int i = 0; i < int(items.size()); i++)
-        if (items[i].logits) {
-            add_row(i, int(items[i].tokens.size()) - 1);
-            out.n_logits++;
-        }
+    for (int i = 0; i < int(items.size()); i++) {
+        const int n = int(items[i].tokens.size());
+        for (int j = n - items[i].logit_rows; j < n; j++) add_row(i, j);
+        out.n_logits += items[i].logit_rows;
+    }
 }
 
 }  // namespace pd::gpu

@@ -21,8 +21,8 @@ struct PagedRows {
 };
 
 // Item i's tokens at positions table->len .. in order, except that the last
-// row of each item that wants logits goes to the end, in item order: the
-// rows to keep are then one run, as gpu::forward takes them. Rows may be in
+// logit_rows rows of each item go to the end, in item order: the rows to
+// keep are then one run, as gpu::forward takes them. Rows may be in
 // any order because every row's K/V is written before attention reads any.
 // Fails (internal error) when an item's table lacks room for its tokens.
 void lay_out_paged_rows(PagedRows& out, const PagedKVCache& pool, std::span<const BatchItem> items, int max_blocks);

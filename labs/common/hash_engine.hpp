@@ -46,18 +46,22 @@ public:
     bool reserve(int, int) override { return true; }
     void close(int seq) override { cache_.erase(seq); }
     int cached_len(int seq) const override { return int(cache_.at(seq).size()); }
+    void truncate(int seq, int len) override { cache_.at(seq).resize(std::size_t(len)); }
 
     // Appends each item's tokens to its sequence; a row that wants logits gets
-    // a one-hot at the hash of its sequence's history. Records the step.
+    // a one-hot at the hash of its sequence's history up to that row. Records the step.
     const float* step(std::span<const pd::serve::SeqWork> work) override {
-        logits_.assign(work.size() * kHashVocab, 0.0f);
+        std::size_t rows = 0;
+        for (const auto& w : work) rows += std::size_t(w.logit_rows);
+        logits_.assign(rows * kHashVocab, 0.0f);
         steps.emplace_back();
         std::size_t row = 0;
         for (const auto& w : work) {
             auto& c = cache_.at(w.seq);
             c.insert(c.end(), w.tokens.begin(), w.tokens.end());
             steps.back().push_back({w.seq, int(w.tokens.size())});
-            if (w.logits) logits_[row++ * kHashVocab + std::size_t(hash_next_token(c))] = 1.0f;
+            for (int j = w.logit_rows - 1; j >= 0; j--)  // row j from the end sees the history less j tokens
+                logits_[row++ * kHashVocab + std::size_t(hash_next_token(std::span(c).first(c.size() - j)))] = 1.0f;
         }
         return logits_.data();
     }

@@ -308,7 +308,7 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
 }
 
 // The mixed batch's rows: item i's tokens at positions table->len .., its
-// span of rows in st.spans[i], its last row kept when it asks for logits.
+// span of rows in st.spans[i], its last logit_rows rows kept.
 static int lay_out_batch(const Config& c, const PagedKVCache& cache, RunState& st, std::span<const BatchItem> items) {
     int rows = 0;
     for (const BatchItem& it : items) rows += int(it.tokens.size());
@@ -324,7 +324,7 @@ static int lay_out_batch(const Config& c, const PagedKVCache& cache, RunState& s
                  int(t.blocks.size()) * cache.block_size);
         st.spans.push_back({&t, r, t.len, n});
         for (int j = 0; j < n; j++, r++) st.token[r] = items[i].tokens[j], st.slot[r] = int(i), st.pos[r] = t.len + j;
-        if (items[i].logits) st.keep_rows.push_back(r - 1);
+        for (int j = r - items[i].logit_rows; j < r; j++) st.keep_rows.push_back(j);
     }
     return rows;
 }
@@ -333,6 +333,9 @@ static int lay_out_batch(const Config& c, const PagedKVCache& cache, RunState& s
 void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items) {
     for (auto it = items.begin(); it != items.end(); ++it) {
         if (it->tokens.empty()) fail("a batch item with no tokens: each brings a chunk or one decode token");
+        if (it->logit_rows < 0 || it->logit_rows > int(it->tokens.size()))
+            fail("internal error: {} logit rows asked of a batch item of {} tokens", it->logit_rows,
+                 it->tokens.size());
         check_tokens(c, it->tokens);
         if (it->table->len + int(it->tokens.size()) > cache.max_seq)
             fail("{} tokens after {} cached ones exceed the context length of {}", it->tokens.size(), it->table->len,

@@ -113,7 +113,7 @@ PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_block
 struct BatchItem {
     BlockTable* table = nullptr;   // its blocks: room for table->len + n positions already reserved
     std::span<const int> tokens;   // (n >= 1): a prefill chunk, or one decode token, from position table->len
-    bool logits = true;            // whether its last row gets logits
+    int logit_rows = 1;            // its last logit_rows rows get logits (0..n; n: a speculative verify)
 };
 
 // Called with l once layer l's K/V of every row are in the cache, before
@@ -121,12 +121,13 @@ struct BatchItem {
 using LayerHook = std::function<void(int layer)>;
 
 // Refuses what forward_batch cannot run (UserError): no tokens, ids outside
-// the vocabulary, a sequence past the context or named twice.
+// the vocabulary, a sequence past the context or named twice, logit rows
+// outside 0..n.
 void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items);
 
 // One forward pass over every item (each sequence at most once): writes their
-// K/V through their block tables and advances table->len. Returns the logits
-// of the items that ask, in order: (n_logits, vocab).
+// K/V through their block tables and advances table->len. Returns the logit
+// rows the items ask for, item by item in order: (sum of logit_rows, vocab).
 const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items,
                           const LayerHook& on_layer = {});
 

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "common.hpp"
@@ -111,21 +112,34 @@ PagedKVCache& PagedServingEngine::kv_cache() {
 
 const float* PagedServingEngine::step(std::span<const SeqWork> work) {
     items_.clear();
-    for (const SeqWork& w : work) items_.push_back({&live(w.seq).table, w.tokens, w.logits});
+    for (const SeqWork& w : work) items_.push_back({&live(w.seq).table, w.tokens, w.logit_rows});
     const float* logits = forward_->forward_batch(cache_, items_, layer_hook_);
     for (const SeqWork& w : work) {
         Sequence& s = live(w.seq);
         s.tokens.insert(s.tokens.end(), w.tokens.begin(), w.tokens.end());
-        if (prefix_caching_) offer_full_blocks(s);
+        // A verify item's proposed rows may be rejected: truncate() offers them once settled.
+        const int tentative = std::max(0, w.logit_rows - 1);
+        if (prefix_caching_) offer_full_blocks(s, s.table.len - tentative);
     }
     return logits;
 }
 
-// Every block of `s` filled since the last offer goes to the prefix cache,
-// keyed after the block before it.
-void PagedServingEngine::offer_full_blocks(Sequence& s) {
+void PagedServingEngine::truncate(int seq, int len) {
+    Sequence& s = live(seq);
+    // The last block kept is this sequence's own (only whole blocks before
+    // the settled positions are ever shared), so no block is copied and none
+    // needs to be free.
+    if (!paged_truncate(cache_, s.table, len))
+        fail("internal error: sequence {} could not be cut back to {} positions", seq, len);
+    s.tokens.resize(std::size_t(len));
+    if (prefix_caching_) offer_full_blocks(s, len);
+}
+
+// Every block of `s` filled within its first `settled` positions since the
+// last offer goes to the prefix cache, keyed after the block before it.
+void PagedServingEngine::offer_full_blocks(Sequence& s, int settled) {
     const int bs = block_size();
-    for (int i = int(s.keys.size()); (i + 1) * bs <= s.table.len; i++) {
+    for (int i = int(s.keys.size()); (i + 1) * bs <= settled; i++) {
         const std::uint64_t parent = i > 0 ? s.keys[i - 1] : PrefixIndex::kRoot;
         const auto ids = std::span<const int>(s.tokens).subspan(std::size_t(i) * bs, bs);
         s.keys.push_back(prefix_->insert(parent, ids, s.table.blocks[i]));

@@ -52,6 +52,7 @@ public:
     bool reserve(int seq, int len) override;
     void close(int seq) override;
     int cached_len(int seq) const override;
+    void truncate(int seq, int len) override;
     const float* step(std::span<const SeqWork> work) override;
 
     KvMemoryUse memory_use() const;
@@ -78,7 +79,7 @@ private:
     };
     Sequence& live(int seq);
     const Sequence& live(int seq) const;
-    void offer_full_blocks(Sequence& s);
+    void offer_full_blocks(Sequence& s, int settled);
 
     std::shared_ptr<const Model> model_;
     bool prefix_caching_;

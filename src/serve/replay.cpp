@@ -70,6 +70,13 @@ void CountingServingEngine::close(int seq) {
     positions_.erase(seq);
 }
 
+void CountingServingEngine::truncate(int seq, int len) {
+    inner_.truncate(seq, len);
+    int& held = positions_[seq];  // the rejected rows' positions are no longer asked for
+    positions_total_ -= held - std::min(held, len);
+    held = std::min(held, len);
+}
+
 const float* CountingServingEngine::step(std::span<const SeqWork> work) {
     counts_.steps++;
     counts_.block_steps += blocks_used();

@@ -55,6 +55,7 @@ public:
     bool reserve(int seq, int len) override;
     void close(int seq) override;
     int cached_len(int seq) const override { return inner_.cached_len(seq); }
+    void truncate(int seq, int len) override;
     const float* step(std::span<const SeqWork> work) override;
 
 private:

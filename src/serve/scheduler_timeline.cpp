@@ -66,15 +66,20 @@ void SchedulerTimeline::record_batch(const Scheduler& s) {
         RequestTrack& r = track(it.request);
         const char* what = it.decode ? "decode" : r.recomputes ? "recompute" : "prefill";
         r.ran = true;
-        tl_.span(request_place(it.request), what, "request", step_start_ns_, step_end_ns_,
-                 {{"tokens", double(it.tokens), {}}, {"from position", double(it.start), {}}});
+        std::vector<TimelineArg> args = {{"tokens", double(it.tokens), {}}, {"from position", double(it.start), {}}};
+        if (it.proposed > 0)  // speculative decoding: the decode row checked proposed tokens
+            args.push_back({"proposed", double(it.proposed), {}}), args.push_back({"accepted", double(it.accepted), {}});
+        tl_.span(request_place(it.request), what, "request", step_start_ns_, step_end_ns_, std::move(args));
         if (!batch.empty()) batch += ", ";
-        batch += it.decode ? fmt::format("r{} decode@{}", it.request, it.start)
-                           : fmt::format("r{} {} {}@{}", it.request, what, it.tokens, it.start);
+        batch += !it.decode        ? fmt::format("r{} {} {}@{}", it.request, what, it.tokens, it.start)
+                 : it.proposed > 0 ? fmt::format("r{} decode@{} +{} proposed ({} kept)", it.request, it.start,
+                                                 it.proposed, it.accepted)
+                                   : fmt::format("r{} decode@{}", it.request, it.start);
     }
     tl_.span({process_, 1}, "step", "scheduler", step_start_ns_, step_end_ns_,
              {{"step", double(steps_), {}},
               {"decode rows", double(c.decode_rows), {}},
+              {"speculative rows", double(c.speculative_rows), {}},
               {"prefill chunks", double(c.prefill_items), {}},
               {"prefill tokens", double(c.prefill_tokens), {}},
               {"preempted", double(c.preempted), {}},

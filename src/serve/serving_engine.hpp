@@ -22,11 +22,15 @@
 namespace pd::serve {
 
 // One sequence's share of a step: a prefill chunk of any length (continuing
-// its cache from cached_len(seq)) or one decode token.
+// its cache from cached_len(seq)), one decode token, or a speculative verify
+// item (the decode token, then the proposed ones; every row gets logits).
 struct SeqWork {
     int seq = 0;                  // a live sequence, from open()
     std::span<const int> tokens;  // (n) token ids, n >= 1
-    bool logits = true;           // whether this item's LAST row gets logits
+    // Rows at the END of the item that get logits: 0, 1 (the next token's),
+    // or n (a verify item: row j scores the token after tokens[0..j]). Rows
+    // past the first that get logits are tentative: truncate() settles them.
+    int logit_rows = 1;
 };
 
 class ServingEngine {
@@ -62,9 +66,16 @@ public:
     // Positions of `seq` whose K/V are in the cache.
     virtual int cached_len(int seq) const = 0;
 
+    // Keeps the first `len` positions of `seq` (len <= cached_len(seq)): the
+    // rows of a verify item whose proposed tokens were rejected are forgotten,
+    // blocks past `len` go back to the pool, and the next step writes over
+    // the rest of the last one. Also settles the kept rows (a paged engine
+    // offers their full blocks to its prefix cache).
+    virtual void truncate(int seq, int len) = 0;
+
     // One forward pass over `work` (each sequence at most once; room already
-    // reserved). Returns the logits of the items with logits = true, in
-    // order: (n_logits, vocab), host memory, valid until the next step.
+    // reserved). Returns the logit rows the items ask for (logit_rows each),
+    // in order: (rows, vocab), host memory, valid until the next step.
     virtual const float* step(std::span<const SeqWork> work) = 0;
 };
 

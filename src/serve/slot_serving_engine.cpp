@@ -70,25 +70,43 @@ int SlotServingEngine::cached_len(int seq) const { return engine_.cache_len(slot
 
 const float* SlotServingEngine::step(std::span<const SeqWork> work) {
     const std::size_t vocab = std::size_t(engine_.config().vocab_size);
+    std::size_t logit_rows = 0;
+    for (const SeqWork& w : work) logit_rows += std::size_t(std::max(0, w.logit_rows));
+    if (logits_.size() < logit_rows * vocab) logits_.resize(logit_rows * vocab);  // grows once per larger step
     decode_slots_.clear(), decode_tokens_.clear(), decode_logit_row_.clear();
     int logit_row = 0;
     for (const SeqWork& w : work) {
         const int slot = slot_of(w.seq);
-        const int len = engine_.cache_len(slot) + int(w.tokens.size());
-        if (w.tokens.empty() || len > blocks_of_slot_[std::size_t(slot)] * block_size_)
-            throw std::logic_error("SlotServingEngine::step: an item is empty or its room was not reserved");
-        const int row = w.logits ? logit_row++ : -1;
-        if (w.tokens.size() == 1 && engine_.cache_len(slot) > 0) {  // a decode row: batched below
+        const int n = int(w.tokens.size());
+        const int len = engine_.cache_len(slot) + n;
+        if (n == 0 || len > blocks_of_slot_[std::size_t(slot)] * block_size_ || w.logit_rows < 0 || w.logit_rows > n)
+            throw std::logic_error("SlotServingEngine::step: an item is empty, asks for logit rows it lacks, "
+                                   "or its room was not reserved");
+        const int row = logit_row;
+        logit_row += w.logit_rows;
+        if (n == 1 && engine_.cache_len(slot) > 0) {  // a decode row: batched below
             decode_slots_.push_back(slot);
             decode_tokens_.push_back(w.tokens[0]);
-            decode_logit_row_.push_back(row);
+            decode_logit_row_.push_back(w.logit_rows > 0 ? row : -1);
             continue;
         }
-        const float* out = engine_.prefill(slot, w.tokens, Keep::last);  // continues the slot's cache
-        if (row >= 0) std::memcpy(logits_.data() + std::size_t(row) * vocab, out, vocab * sizeof(float));
+        // A chunk (continuing the slot's cache), or a verify item, whose every row gets logits.
+        const Keep keep = w.logit_rows > 1 ? Keep::all : Keep::last;
+        const float* out = engine_.prefill(slot, w.tokens, keep);
+        if (keep == Keep::all) out += std::size_t(n - w.logit_rows) * vocab;
+        std::memcpy(logits_.data() + std::size_t(row) * vocab, out, std::size_t(w.logit_rows) * vocab * sizeof(float));
     }
     run_decode_rows();
     return logits_.data();
+}
+
+void SlotServingEngine::truncate(int seq, int len) {
+    const int slot = slot_of(seq);
+    engine_.truncate(slot, len);
+    // Blocks past `len` go back, as the paged engine's do.
+    const int keep = (len + block_size_ - 1) / block_size_;
+    used_blocks_ -= std::max(0, blocks_of_slot_[std::size_t(slot)] - keep);
+    blocks_of_slot_[std::size_t(slot)] = std::min(blocks_of_slot_[std::size_t(slot)], keep);
 }
 
 // One Engine::decode for every decode row of the step: one product per weight

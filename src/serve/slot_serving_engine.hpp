@@ -4,9 +4,9 @@
 // the same memory arithmetic as with a paged cache), and there is no prefix
 // cache: open() always returns 0.
 //
-// A step runs each prefill chunk as its own Engine::prefill (which continues
-// the slot's cache) and every one-token item of a slot with a cache as ONE
-// batched Engine::decode. It serves whatever backend the Engine is (CPU, CUDA).
+// A step runs each prefill chunk (or speculative verify item) as its own
+// Engine::prefill (which continues the slot's cache) and every one-token item
+// of a slot with a cache as ONE batched Engine::decode. It serves whatever backend the Engine is (CPU, CUDA).
 #pragma once
 
 #include <vector>
@@ -30,6 +30,7 @@ public:
     bool reserve(int seq, int len) override;
     void close(int seq) override;
     int cached_len(int seq) const override;
+    void truncate(int seq, int len) override;
     const float* step(std::span<const SeqWork> work) override;
 
     int max_seq() const { return engine_.max_seq(); }
@@ -45,7 +46,7 @@ private:
     std::vector<int> seq_in_slot_;     // (batch) live sequence id, or -1
     std::vector<int> blocks_of_slot_;  // (batch) blocks reserved
     // A step's scratch, sized once for `batch` items (each sequence at most once):
-    std::vector<float> logits_;        // (n_logits, vocab) what step() returns
+    std::vector<float> logits_;        // (logit rows, vocab) what step() returns; grows with the largest step
     std::vector<int> decode_slots_, decode_tokens_, decode_logit_row_;  // (decode rows)
 };
 

@@ -31,6 +31,11 @@ void ContinuousBatching::build_batch(const SchedulerState& s, const StepLimits& 
     // Decode rows first: each costs one token and keeps a stream flowing.
     for (int id : s.running)
         if (budget > 0 && is_decode(id)) out.push_back({id, 1}), budget--;
+    // Then the tokens proposed after them, checked in the same items.
+    for (BatchItem& b : out) {
+        const int extra = std::min(s.seqs[std::size_t(b.seq)].proposed, budget);
+        b.n += extra, budget -= extra;
+    }
     // Then prefill chunks with what is left of the budget.
     for (int id : s.running) {
         const int rest = s.seqs[std::size_t(id)].remaining();

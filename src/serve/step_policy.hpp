@@ -20,6 +20,11 @@ struct SeqState {
     int computed = 0;        // leading tokens whose K/V are cached
     bool cancelled = false;  // the client cancelled it; retire it this step
     double arrival_s = 0;    // when it arrived, on the caller's clock (Scheduler::add's; 0 if not given)
+    // Speculative decoding (SchedulerConfig::speculative): tokens proposed
+    // after a decode row's token, 0 otherwise. A policy may give the decode
+    // row's item 1 + j rows (j <= proposed) to have the model check the
+    // first j in the same pass; each kept one saves a step.
+    int proposed = 0;
     // Tokens still to run: tokens - computed. 1 with computed > 0 is a decode
     // row (the last sampled token) or the last token of a chunked prompt: a
     // policy treats both as one row (they cost the same); the scheduler's
@@ -29,7 +34,7 @@ struct SeqState {
 
 struct StepLimits {
     int max_seqs = 8;               // running sequences at most
-    int max_tokens_per_step = 512;  // tokens in one batch (decode rows + prefill chunks)
+    int max_tokens_per_step = 512;  // rows in one batch (decode rows, proposed tokens, prefill chunks)
     bool static_batching = false;   // admit only when nothing runs (a batch at a time)
 };
 
@@ -39,7 +44,8 @@ struct SchedulerState {
     std::span<const int> running;    // ids, in admission order (oldest first)
 };
 
-// One item of the batch: `n` tokens of sequence `seq`, from its `computed`.
+// One item of the batch: `n` tokens of sequence `seq`, from its `computed`
+// (a decode row's item may reach past its tokens into its proposed ones).
 struct BatchItem {
     int seq = 0;
     int n = 0;
@@ -62,8 +68,11 @@ public:
 //   admit       : waiting ones in order while fewer than max_seqs run
 //                 (static: only when none runs, then up to max_seqs at once)
 //   build_batch : decode rows first, oldest first, one token each; then
-//                 prefill chunks, oldest first, each as much of its remaining
-//                 prompt as the token budget has left (chunked prefill)
+//                 their proposed tokens, as many as the budget allows (a
+//                 decode step reads every weight once however many rows it
+//                 has, so verifying them costs little); then prefill chunks,
+//                 oldest first, each as much of its remaining prompt as the
+//                 token budget has left (chunked prefill)
 class ContinuousBatching final : public StepPolicy {
 public:
     void retire(const SchedulerState& s, std::vector<int>& out) override;

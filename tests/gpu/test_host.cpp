@@ -186,8 +186,7 @@ TEST_CASE("gpu.host.decode_heads_per_block") {
 }
 
 // The host layout of a paged step on the GPU: rows in item order, except the
-// last row of each item that wants logits, which go to the end in item
-// order; slots name the item (its row of the table); tables padded with 0.
+// last logit_rows rows of each item, which go to the end in item order; slots name the item (its row of the table); tables padded with 0.
 TEST_CASE("gpu.host.paged_rows_layout") {
     PagedKVCache pool = make_paged_kv_cache(1, 1, 4, /*block_size=*/4, /*total_blocks=*/16, /*max_seq=*/16);
     BlockTable a{{7, 2}, 3}, b{{5}, 0}, c{{1, 9, 4}, 9};
@@ -200,6 +199,13 @@ TEST_CASE("gpu.host.paged_rows_layout") {
     CHECK(r.pos == std::vector<int>{3, 0, 1, 2, 4, 9});
     CHECK(r.n_logits == 2);
     CHECK(r.tables == std::vector<int>{7, 2, 0, 0, 5, 0, 0, 0, 1, 9, 4, 0});
+    // A speculative verify item keeps every row's logits: all of a's rows go to the end.
+    const std::vector<BatchItem> verify = {{&a, ta, 2}, {&b, tb, 0}, {&c, tc, 1}};
+    gpu::lay_out_paged_rows(r, pool, verify, /*max_blocks=*/4);
+    CHECK(r.token == std::vector<int>{20, 21, 22, 11, 12, 30});
+    CHECK(r.slot == std::vector<int>{1, 1, 1, 0, 0, 2});
+    CHECK(r.pos == std::vector<int>{0, 1, 2, 3, 4, 9});
+    CHECK(r.n_logits == 3);
     // A sequence without room for its tokens is the engine's error, said as such.
     BlockTable short_table{{3}, 3};
     const std::vector<BatchItem> over = {{&short_table, ta, true}};

@@ -64,7 +64,9 @@ Keywords (case-insensitive regular expressions; one must occur in stderr):
                                    the context, a token budget of 0, an unknown --engine, a bad
                                    --goodput or --output-len; the paged KV pool: --block-size 0,
                                    --kv-blocks 0, more blocks or MiB than memory, MiB holding no
-                                   block, a request needing more blocks than the pool
+                                   block, a request needing more blocks than the pool; speculation:
+                                   --speculative-k -1 or a word, --ngram-min past --ngram-max,
+                                   --ngram-max without --speculative-k
                          serve     an unknown --batching, --max-seqs 0, a --kv-blocks pool that cannot
                                    hold one whole-context request, --kv-blocks with --batching serial
 
@@ -565,6 +567,11 @@ CASES += [
      ["--kv-blocks", "1", "--block-size", "16"], r"blocks"),
     ("serve_goodput_bad", good_llama, "serve-sim", ["--goodput", "ttfb:5"], r"goodput"),
     ("serve_output_len_bad", good_llama, "serve-sim", ["--output-len", "gauss:3"], r"output-len"),
+    ("serve_speculative_k_negative", good_llama, "serve-sim", ["--speculative-k", "-1"], r"speculative-k"),
+    ("serve_speculative_k_word", good_llama, "serve-sim", ["--speculative-k", "four"], r"speculative-k"),
+    ("serve_ngram_min_past_max", good_llama, "serve-sim",
+     ["--speculative-k", "4", "--ngram-max", "2", "--ngram-min", "3"], r"ngram-min.*ngram-max|ngram-max"),
+    ("serve_ngram_without_k", good_llama, "serve-sim", ["--ngram-max", "4"], r"ngram-max.*speculative-k"),
     # pdlab serve: each fails before it listens (a case that does not would run until --timeout)
     ("serve_batching_unknown", good_llama, "serve", ["--batching", "batched"], r"batching"),
     ("serve_max_seqs_0", good_llama, "serve", ["--max-seqs", "0"], r"max-seqs"),

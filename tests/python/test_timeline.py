@@ -17,6 +17,9 @@ On the bundled tiny model, a few passes each (about 5 s in all):
   serve_sim   each request's track against --json's per_request: output
               tokens, finish reason, TTFT and end-to-end latency (1 ms), one
               "first token", its decode spans; one step span per step
+  speculative --speculative-k: decode spans give accepted + 1 tokens each, and
+              account for every output token; speculative rows and accepted
+              tokens add up to serve-sim's speculation counts
   preempted   a KV pool too small for the batch: the "preempted" spans number
               the preemptions serve-sim reports, counters stay within the pool
   serve       pdlab serve (continuous batching), 3 concurrent requests, then
@@ -166,10 +169,10 @@ def case_bench(a, work):
         spans(events, cat="phase"))
 
 
-def serve_sim(a, work, name, *extra):
+def serve_sim(a, work, name, *extra, output_len="fixed:12"):
     tl, js = os.path.join(work, name + ".json"), os.path.join(work, name + "-result.json")
     run([a.pdlab, "serve-sim", "-m", "tiny", "--rate", "inf", "--num-requests", "5", "--prompt-len",
-         "uniform:8:40", "--output-len", "fixed:12", "--max-seqs", "3", "--threads", "1", "--quiet",
+         "uniform:8:40", "--output-len", output_len, "--max-seqs", "3", "--threads", "1", "--quiet",
          "--timeline-detail", "phases", "--json", js, "--timeline", tl] + list(extra))
     with open(js) as f:
         return load(tl), json.load(f)
@@ -200,6 +203,29 @@ def case_serve_sim(a, work):
             i, len(decode), len(tokens))
         for s in spans(events, tid=tid):
             assert s[2] is e or inside(s, track), "request %d: %s outside its request span" % (i, s[2]["name"])
+
+
+def case_speculative(a, work):
+    """With --speculative-k a decode span that checked proposed tokens gave
+    accepted + 1 of them: the spans still account for every output token, and
+    the steps' rows for every row the batch ran."""
+    # 60 tokens: the outputs start to repeat, and some proposals are kept.
+    events, result = serve_sim(a, work, "k", "--speculative-k", "4", "--ngram-min", "1", "--ignore-eos",
+                               output_len="fixed:60")
+    spec = result["speculation"]
+    assert spec["accepted"] > 0, "this case wants proposals kept (got %d proposed, none kept)" % spec["proposed"]
+    steps = spans(events, name="step", tid=1)
+    rows = sum(s[2]["args"]["speculative rows"] for s in steps)
+    assert rows == spec["proposed"], "speculative rows %d against %d proposed" % (rows, spec["proposed"])
+    accepted = 0
+    for i, r in enumerate(result["per_request"]):
+        decode = [s[2]["args"] for s in spans(events, name="decode", tid=10 + i)]
+        gave = sum(d.get("accepted", 0) + 1 for d in decode)
+        accepted += sum(d.get("accepted", 0) for d in decode)
+        assert all(d["tokens"] == 1 + d.get("proposed", 0) for d in decode), "request %d: decode rows" % i
+        assert gave == len(r["output_ids"]) - 1, "request %d: decode spans give %d tokens, it got %d after the first" % (
+            i, gave, len(r["output_ids"]) - 1)
+    assert accepted == spec["accepted"], "accepted %d on the timeline against %d" % (accepted, spec["accepted"])
 
 
 def case_preempted(a, work):
@@ -350,7 +376,7 @@ def case_lab08(a, work):
         if name.startswith("budget "):
             budget = int(name.split()[1].rstrip(","))
             for step in (e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "step"):
-                n = step["args"]["decode rows"] + step["args"]["prefill tokens"]
+                n = step["args"]["decode rows"] + step["args"]["speculative rows"] + step["args"]["prefill tokens"]
                 assert n <= budget, "%s: a step of %d tokens" % (name, n)
 
 
@@ -431,7 +457,7 @@ def case_lab16(a, work):
             within(pe["args"]["all-reduce ms"], sum(r1 - r0 for r0, r1 in inner) / 1e6, 0.01, "all-reduce ms")
 
 
-CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim),
+CASES = [("generate", case_generate), ("bench", case_bench), ("serve_sim", case_serve_sim), ("speculative", case_speculative),
          ("preempted", case_preempted), ("serve", case_serve), ("serve_serial", case_serve_serial), ("bad_input", case_bad_input), ("lab02", case_lab02),
          ("lab06", case_lab06), ("lab08", case_lab08), ("lab09", case_lab09), ("lab16", case_lab16)]
 

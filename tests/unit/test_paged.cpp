@@ -507,11 +507,16 @@ TEST_CASE("engine.paged.serving_engine_matches_the_slot_engine") {
     serve::SlotServingEngine slot(*engine);
     auto paged = serve::make_paged_serving_engine(lm.model, {.block_size = 16, .total_blocks = 32});
     const auto a = prompt_of(30, V, 1), b = prompt_of(17, V, 2), c = prompt_of(40, V, 3);
-    const std::vector<int> next = {5, 6};
-    // Step 1: A's whole prompt and B's first 10 tokens. Step 2: A decodes, B finishes, C starts.
+    const std::vector<int> next = {5, 6, 7}, verify = {8, 9, 10, 11};
+    // Step 1: A's whole prompt and B's first 10 tokens. Step 2: A decodes, B
+    // finishes, C starts. Step 3: A verifies 3 proposed tokens (logits on all
+    // 4 rows), B decodes; then A keeps 1 of them (truncate) and decodes over
+    // the rows it dropped in step 4.
     const std::vector<std::vector<serve::SeqWork>> steps = {
-        {{0, a}, {1, {b.data(), 10}, false}},
+        {{0, a}, {1, {b.data(), 10}, 0}},
         {{0, {&next[0], 1}}, {1, {b.data() + 10, 7}}, {2, c}},
+        {{0, verify, 4}, {1, {&next[1], 1}}},
+        {{0, {&next[2], 1}}, {2, {&next[1], 1}}},
     };
     const std::vector<std::vector<int>> prompts = {a, b, c};
     for (serve::ServingEngine* e : std::vector<serve::ServingEngine*>{&slot, paged.get()})
@@ -520,11 +525,19 @@ TEST_CASE("engine.paged.serving_engine_matches_the_slot_engine") {
             REQUIRE(e->reserve(s, 64));
         }
     for (std::size_t i = 0; i < steps.size(); i++) {
-        const std::size_t kept = std::count_if(steps[i].begin(), steps[i].end(), [](auto& w) { return w.logits; });
-        const auto want = rows_of(slot.step(steps[i]), int(kept), V);
-        const auto got = rows_of(paged->step(steps[i]), int(kept), V);
+        int kept = 0;
+        for (const serve::SeqWork& w : steps[i]) kept += w.logit_rows;
+        const auto want = rows_of(slot.step(steps[i]), kept, V);
+        const auto got = rows_of(paged->step(steps[i]), kept, V);
         check_close(got, want, kTol, kTol, fmt::format("step {}: the paged engine's one pass against the slot engine's "
                                                        "prefills and batched decode", i + 1));
+        if (i == 2)
+            for (serve::ServingEngine* e : std::vector<serve::ServingEngine*>{&slot, paged.get()}) {
+                const int blocks_before = e->free_blocks();
+                e->truncate(0, e->cached_len(0) - 2);  // 30 + 1 + 2 of the verify item's 4 rows stay
+                CHECK(e->cached_len(0) == 33);
+                CHECK_MESSAGE(e->free_blocks() == blocks_before + 1, "the 4th block reserved, past 33 positions, goes back");
+            }
     }
     for (int s = 0; s < 3; s++) CHECK(paged->cached_len(s) == slot.cached_len(s));
 }

@@ -83,6 +83,7 @@ public:
     bool reserve(int seq, int len) override { return e_.reserve(seq, len); }
     void close(int seq) override { live_--, e_.close(seq); }
     int cached_len(int seq) const override { return e_.cached_len(seq); }
+    void truncate(int seq, int len) override { e_.truncate(seq, len); }
     const float* step(std::span<const serve::SeqWork> work) override {
         const float* logits = e_.step(work);
         const serve::KvMemoryUse u = e_.memory_use();

@@ -188,7 +188,7 @@ std::vector<int> decode(pd::serve::PagedServingEngine& e, int seq, int token, in
     std::vector<int> out = {token};
     for (int k = 1; k < n; k++) {
         REQUIRE(e.reserve(seq, e.cached_len(seq) + 1));
-        const pd::serve::SeqWork w{seq, {&out.back(), 1}, true};
+        const pd::serve::SeqWork w{seq, {&out.back(), 1}, 1};
         out.push_back(pd::argmax(e.step({&w, 1}), e.config().vocab_size));
     }
     return out;
@@ -218,7 +218,7 @@ TEST_CASE("lab09.transfer.same_tokens_as_colocated") {
                     pack_kv(prefill.kv_cache(), t, r, wire.back());
                 }
         });
-        const pd::serve::SeqWork w{1, prompt, true};
+        const pd::serve::SeqWork w{1, prompt, 1};
         const int first = pd::argmax(prefill.step({&w, 1}), 97);
         prefill.set_layer_hook({});
         // Decode elsewhere: another engine whose first blocks are taken, so the ids differ.

@@ -107,7 +107,7 @@ private:
         for (Running& r : running_) {
             if (!engine_.reserve(r.id, engine_.cached_len(r.id) + 1))
                 fail("the decode worker's pool ran out of blocks (internal error: it holds max_seqs full requests)");
-            step_work_.push_back({r.id, {&r.last_token, 1}, true});
+            step_work_.push_back({r.id, {&r.last_token, 1}, 1});
         }
         const float* logits = engine_.step(step_work_);
         const int vocab = engine_.config().vocab_size;

@@ -70,7 +70,7 @@ private:
             }
             outbox_.poll();  // MPI moves a message only when called: let the earlier layers go on
         });
-        const SeqWork work{j.id, j.prompt, true};
+        const SeqWork work{j.id, j.prompt, 1};
         const float* logits = engine_.step({&work, 1});
         engine_.set_layer_hook({});
         if (next != plan.size()) fail("internal error: the transfer schedule left layers unsent");
