@@ -466,9 +466,11 @@ def main():
         make_class(subs, lab, sol, a.lab, work, victims)
         out = tmp / "grades"
         # --timeout 20: rank_hang's two checks each run to it; every other check
-        # takes a few seconds.
+        # takes a few seconds. --mem-mb 1024: lab 17's program loads its model
+        # at two precisions and oneDNN crashes (SIGSEGV) when it cannot map
+        # its code at 512.
         cmd = [str(Path(a.grader).resolve()), str(subs), "--lab", a.lab, "--kit", str(kit), "--out", str(out),
-               "--work", str(work), "--timeout", "20", "--mem-mb", "512", "--jobs", "2", "--threads", "1",
+               "--work", str(work), "--timeout", "20", "--mem-mb", "1024", "--jobs", "2", "--threads", "1",
                "--seed", str(SEED)]
         rows, reports = run_grader(cmd, out)
         time.sleep(1)  # a daemon that escaped would be running by now

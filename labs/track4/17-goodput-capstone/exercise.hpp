@@ -47,8 +47,11 @@ ServeConfig choose_config(const TraceSummary& t, const Slo& slo, const Precision
 //   retire      : every cancelled sequence (waiting or running), each once;
 //   admit       : waiting ids, each once, with running + admitted <= max_seqs
 //                 (any order you like: the waiting queue is yours to reorder);
-//   build_batch : running ids, each at most once, 1..remaining() tokens each,
-//                 at most max_tokens_per_step tokens in all; every running
+//   build_batch : running ids, each at most once, 1..remaining() tokens each
+//                 (a decode row 1..1 + proposed when your configuration's
+//                 speculative_k > 0: the model checks the first j proposed
+//                 tokens in the same pass), at most max_tokens_per_step
+//                 tokens in all; every running
 //                 sequence must get tokens in some later step, or the replay
 //                 never ends.
 // When the KV blocks run out the Scheduler preempts the newest running

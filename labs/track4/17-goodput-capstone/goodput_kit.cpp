@@ -115,7 +115,7 @@ StepCostModel parse_cost(const std::string& text) {
 }
 
 ServeConfig baseline_config(const MemoryCap& cap) {
-    return {8, 512, 16, int(std::min<long long>(INT_MAX, cap.kv_positions / 16)), true, "f32"};
+    return {8, 512, 16, int(std::min<long long>(INT_MAX, cap.kv_positions / 16)), true, "f32", 0};
 }
 
 void check_config(const ServeConfig& c, const MemoryCap& cap, long long longest) {
@@ -126,6 +126,7 @@ void check_config(const ServeConfig& c, const MemoryCap& cap, long long longest)
     within(c.max_tokens_per_step, 1, 8192, "max_tokens_per_step");
     within(c.block_size, 1, 256, "block_size");
     within(c.kv_blocks, 1, INT_MAX, "kv_blocks");
+    within(c.speculative_k, 0, 16, "speculative_k");
     const long long positions = (long long)c.kv_blocks * c.block_size;
     if (positions > cap.kv_positions)
         fail("the configuration's KV pool, kv_blocks {} x block_size {} = {} positions, is over the memory "
@@ -263,6 +264,7 @@ pd::serve::ReplayResult replay_on(pd::serve::ServingEngine& engine, pd::serve::S
     sc.max_model_len = int(pd::serve::longest_request(reqs));  // every request's prompt and output fit
     sc.eos_id = engine.config().eos_id;
     sc.ignore_eos = true;
+    sc.speculative.k = cfg.speculative_k;  // the requests are greedy: speculation keeps their tokens
     pd::serve::Scheduler s(engine, policy, std::move(sc));
     return pd::serve::replay(s, trace, reqs, progress, "", clock, time ? &time->now_s : nullptr);
 }

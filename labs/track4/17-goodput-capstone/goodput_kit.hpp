@@ -101,6 +101,8 @@ struct ServeConfig {
     bool prefix_caching = true;     // reuse cached prompt blocks (PagedServingEngine)
     std::string precision = "f32";  // the weights: f32, bf16, int8 or int4 (groups of 64): the
                                     // model the engine loads, and the clock (PrecisionCosts)
+    int speculative_k = 0;          // n-gram proposals per decode row, 0: off (0..16; the
+                                    // Scheduler's NgramSpeculation, n from 3 down to 2)
 };
 
 // The baseline: the engine's ContinuousBatching with this configuration
@@ -110,7 +112,8 @@ ServeConfig baseline_config(const MemoryCap& cap);
 // UserError, naming the field and how to fix it, unless: 1 <= max_seqs <= 256,
 // 1 <= max_tokens_per_step <= 8192, 1 <= block_size <= 256, kv_blocks >= 1,
 // kv_blocks * block_size <= cap, the pool holds the longest request
-// (`longest` positions) alone, and the precision is one the engine has.
+// (`longest` positions) alone, the precision is one the engine has, and
+// 0 <= speculative_k <= 16.
 void check_config(const ServeConfig& c, const MemoryCap& cap, long long longest);
 
 // ---- The trace family: Poisson arrivals at calm_rate, with a burst of

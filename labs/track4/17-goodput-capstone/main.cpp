@@ -103,7 +103,7 @@ Run run_policy(const std::shared_ptr<const Model>& model, const Options& o, serv
 json config_json(const lab17::ServeConfig& c) {
     return {{"max_seqs", c.max_seqs}, {"max_tokens_per_step", c.max_tokens_per_step},
             {"block_size", c.block_size}, {"kv_blocks", c.kv_blocks}, {"prefix_caching", c.prefix_caching},
-            {"precision", c.precision}};
+            {"precision", c.precision}, {"speculative_k", c.speculative_k}};
 }
 
 json run_json(const Run& run, const lab17::ServeConfig& cfg) {
@@ -167,9 +167,11 @@ int run(Options& o) {
     const lab17::ServeConfig base = lab17::baseline_config(cap);
     std::printf("\n[3] configurations (memory cap %lld positions)\n", cap.kv_positions);
     for (const auto& [name, c] : {std::pair{"yours", mine}, std::pair{"baseline", base}})
-        std::printf("  %-9s max_seqs %d, %d tokens a step, %d blocks of %d, prefix caching %s, %s\n", name,
+        std::printf("  %-9s max_seqs %d, %d tokens a step, %d blocks of %d, prefix caching %s, %s, %s\n", name,
                     c.max_seqs, c.max_tokens_per_step, c.kv_blocks, c.block_size, c.prefix_caching ? "on" : "off",
-                    c.precision.c_str());
+                    c.precision.c_str(),
+                    c.speculative_k ? fmt::format("up to {} proposed tokens a decode row", c.speculative_k).c_str()
+                                    : "no speculation");
 
     const lab17::StepCostModel my_cost = costs.at(mine.precision);
     lab17::ReplayTime time;

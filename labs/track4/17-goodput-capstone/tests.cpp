@@ -334,6 +334,31 @@ TEST_CASE("lab17.kit.precisions") {
     }
 }
 
+TEST_CASE("lab17.kit.speculation") {
+    // speculative_k reaches the Scheduler: with a policy that gives a decode
+    // row its proposed tokens (the engine's ContinuousBatching does), every
+    // request keeps the tokens it gets without speculation, in fewer steps,
+    // and the virtual clock prices the checked rows (a kept token saves a
+    // step's weights_ms; each checked row costs per_token_ms).
+    auto lm = pd::load_model(kTinyModel, pd::Precision::f32, false);
+    FamilySpec f;
+    f.num_requests = 8, f.prompt_len = "lognormal:20:0.5:4:60", f.output_len = "lognormal:40:0.3:30:60";
+    const Workload w = workload(f, lm.model->config.vocab_size);
+    const StepCostModel cost{6, 0.06, 0.00004};
+    pd::serve::ReplayResult off, on;
+    for (int k : {0, 4}) {
+        ServeConfig cfg{4, 64, 8, 256, true, "f32", k};
+        pd::serve::PagedOptions po;
+        po.block_size = cfg.block_size, po.total_blocks = cfg.kv_blocks, po.prefix_caching = true;
+        auto engine = pd::serve::make_paged_serving_engine(lm.model, po);
+        pd::serve::ContinuousBatching policy;
+        (k == 0 ? off : on) = replay_on(*engine, policy, cfg, w.trace, w.reqs, virtual_clock(cost), false);
+    }
+    CHECK(on.output_ids == off.output_ids);
+    INFO("steps: " << off.steps << " without speculation, " << on.steps << " with k = 4");
+    CHECK(on.steps < off.steps);
+}
+
 TEST_CASE("lab17.kit.checks") {
     const MemoryCap cap{1024};
     CHECK_NOTHROW(check_config({8, 256, 16, 64, true}, cap, 500));
@@ -350,6 +375,11 @@ TEST_CASE("lab17.kit.checks") {
     CHECK_THROWS_WITH_AS(check_config({8, 256, 16, 64, true, "fp8"}, cap, 500),
                          doctest::Contains("precision: unknown precision \"fp8\""), pd::UserError);
     for (const char* p : {"f32", "bf16", "int8", "int4"}) CHECK_NOTHROW(check_config({8, 256, 16, 64, true, p}, cap, 500));
+    CHECK_NOTHROW(check_config({8, 256, 16, 64, true, "f32", 16}, cap, 500));
+    CHECK_THROWS_WITH_AS(check_config({8, 256, 16, 64, true, "f32", -1}, cap, 500),
+                         doctest::Contains("speculative_k is -1"), pd::UserError);
+    CHECK_THROWS_WITH_AS(check_config({8, 256, 16, 64, true, "f32", 17}, cap, 500),
+                         doctest::Contains("speculative_k is 17"), pd::UserError);
     CHECK_THROWS_AS(parse_cost("6,0.06"), pd::UserError);
     CHECK_THROWS_AS(parse_cost("6,nan,0"), pd::UserError);
     CHECK_THROWS_AS(parse_cost("0,1,1"), pd::UserError);
