@@ -15,6 +15,7 @@
 // stop string's. Without one, tokens yield no text and stop strings are refused.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,11 @@ public:
     // Generated token `id`: does the request end here, and what text is now safe.
     TokenVerdict push(int id);
     int generated() const { return generated_; }
+    // Tokens it may still take before a length limit (max_tokens, the
+    // context) ends the request; the last of them ends it.
+    int room() const {
+        return std::min(limits_.max_tokens - generated_, limits_.max_model_len + 1 - prompt_len_ - generated_);
+    }
 
 private:
     // The text still held back, at the end of the request.

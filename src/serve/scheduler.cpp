@@ -15,12 +15,15 @@ struct Scheduler::Sequence {
     int prefill_end = 0;            // tokens its current run prefills: the prompt, or prompt + output
                                     // when it restarts after a preemption; past them it decodes
     FinishRule finish;              // when it ends, and its text
-    int max_tokens = 0;             // Request::max_tokens
     Sampler sampler;                // its own temperature, top-p and random stream
     std::vector<int> verify;        // (1 + speculative k) its decode token, then the tokens proposed after it
     bool live = false;              // holds a request
     bool open = false;              // opened in the engine
 };
+
+// A decode row feeds the token sampled last (its remaining() is 1); a chunk
+// of one token at a prompt's end (what a budget may leave of it) is still prefill.
+static bool decodes(const SeqState& st, int prefill_end) { return st.computed >= prefill_end; }
 
 void check_limits(const StepLimits& lim) {
     if (lim.max_seqs < 1) fail("--max-seqs must be at least 1, got {}", lim.max_seqs);
@@ -83,7 +86,6 @@ void Scheduler::add(Request r, const Sampling& sampling, double arrival_s) {
     q.tokens.reserve(std::size_t(std::min<long long>(
         (long long)q.prompt_len + r.max_tokens, (long long)cfg_.max_model_len + 1)));
     q.finish = std::move(finish);
-    q.max_tokens = r.max_tokens;
     q.verify.resize(std::size_t(1 + cfg_.speculative.k));
     q.sampler = make_sampler(sampling.sampler, engine_.config().vocab_size);
     q.live = true;
@@ -157,11 +159,10 @@ void Scheduler::propose() {
         SeqState& st = states_[std::size_t(id)];
         Sequence& q = pool_[std::size_t(id)];
         st.proposed = 0;
-        const bool decode = st.remaining() == 1 && st.computed >= q.prefill_end;
-        if (cfg_.speculative.k == 0 || !decode) continue;
+        if (cfg_.speculative.k == 0 || !decodes(st, q.prefill_end)) continue;
         // A verify item gives up to 1 + proposed tokens; more than the request
         // may still emit, or than fit the context, would only be thrown away.
-        const int room = std::min(q.max_tokens - q.finish.generated(), cfg_.max_model_len - st.tokens + 1) - 1;
+        const int room = q.finish.room() - 1;
         q.verify[0] = q.tokens.back();
         const auto out = std::span<int>(q.verify).subspan(1, std::size_t(std::clamp(room, 0, cfg_.speculative.k)));
         st.proposed = propose_ngram(q.tokens, cfg_.speculative, out);
@@ -221,9 +222,7 @@ void Scheduler::run_batch() {
         else  // logits only where the item reaches the sequence's last token: they pick the next one
             work_.push_back({id, std::span<const int>(q.tokens).subspan(std::size_t(st.computed), std::size_t(n)),
                              st.computed + n == st.tokens ? 1 : 0});
-        // A decode row feeds the token sampled last; a chunk of one token at a
-        // prompt's end (what a budget may leave of it) is still prefill.
-        const bool decode = st.computed >= q.prefill_end;
+        const bool decode = decodes(st, q.prefill_end);
         items_.push_back({q.request, n, st.computed, decode, std::max(0, proposed), 0});
         counts_.decode_rows += decode;
         counts_.speculative_rows += std::max(0, proposed);
