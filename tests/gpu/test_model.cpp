@@ -2,9 +2,11 @@
 // device seam (make_engine with Device::cuda vs Device::cpu): logits of
 // prefill (every position), of decode steps, of chunked prefill and batched
 // decode, and the greedy token ids of generate(); the paged serving engine
-// on both devices (mixed steps, a shared prefix). Needs a GPU.
+// on both devices (mixed steps, a shared prefix); the Scheduler's speculative
+// decoding on the CUDA serving engines against plain decoding. Needs a GPU.
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,9 @@
 #include "engine/sampler.hpp"
 #include "load/model_source.hpp"
 #include "serve/paged_serving_engine.hpp"
+#include "serve/replay.hpp"
+#include "serve/scheduler.hpp"
+#include "serve/slot_serving_engine.hpp"
 
 using namespace pd;
 using namespace pd::test;
@@ -91,31 +96,38 @@ float margin(const float* logits, int V) {
     return a - b;
 }
 
-// Greedy ids must be identical; a divergence is accepted only at a step where
-// the CPU's own top two logits are closer than the tolerance (a near tie that
-// rounding may break either way), and the comparison stops there.
+// Two runs' greedy ids of one prompt must be identical; a divergence is
+// accepted only at a step where the referee's (the CPU's) top two logits are
+// closer than `tol` (a near tie that rounding may break either way), and the
+// comparison stops there: past it the two runs continue different texts.
+void check_ids_up_to_a_near_tie(Engine& referee, const std::vector<int>& prompt, const std::vector<int>& want,
+                                const std::vector<int>& got, float tol) {
+    REQUIRE(want.size() == got.size());
+    for (std::size_t i = 0; i < want.size(); i++) {
+        if (want[i] == got[i]) continue;
+        // Replay the referee to the diverging step and measure its margin there.
+        std::vector<int> seq = prompt;
+        seq.insert(seq.end(), want.begin(), want.begin() + long(i));
+        referee.reset(0);
+        const int V = referee.config().vocab_size;
+        const float* all = referee.prefill(0, seq, Keep::all);
+        const float m = margin(all + (seq.size() - 1) * std::size_t(V), V);
+        INFO(fmt::format("greedy ids diverge at step {}: {} against {}; the referee's top-2 margin {}", i, want[i],
+                         got[i], m));
+        CHECK(m < tol);
+        if (m < tol) MESSAGE("near tie at step " << i << " (margin " << m << "): accepted");
+        return;
+    }
+}
+
+// generate()'s greedy ids on the GPU against the CPU's (the referee).
 void check_greedy(Engine& cpu, Engine& gpu, const std::vector<int>& prompt, int n, float tol) {
     GenerateOptions g;
     g.max_new_tokens = n;
     g.stop_at_eos = false;
     auto rc = generate(cpu, prompt, g);
     auto rg = generate(gpu, prompt, g);
-    REQUIRE(rc.generated_ids.size() == rg.generated_ids.size());
-    for (std::size_t i = 0; i < rc.generated_ids.size(); i++) {
-        if (rc.generated_ids[i] == rg.generated_ids[i]) continue;
-        // Replay the CPU to the diverging step and measure its margin there.
-        std::vector<int> seq = prompt;
-        seq.insert(seq.end(), rc.generated_ids.begin(), rc.generated_ids.begin() + long(i));
-        cpu.reset(0);
-        const int V = cpu.config().vocab_size;
-        const float* all = cpu.prefill(0, seq, Keep::all);
-        const float m = margin(all + (seq.size() - 1) * std::size_t(V), V);
-        INFO(fmt::format("greedy ids diverge at step {}: cpu {} gpu {}; cpu top-2 margin {}", i,
-                         rc.generated_ids[i], rg.generated_ids[i], m));
-        CHECK(m < tol);
-        if (m < tol) MESSAGE("near tie at step " << i << " (margin " << m << "): accepted");
-        return;
-    }
+    check_ids_up_to_a_near_tie(cpu, prompt, rc.generated_ids, rg.generated_ids, tol);
 }
 
 // Logits of the GPU and the CPU engine on one model: prefill (every
@@ -216,6 +228,39 @@ void check_paged_serving_matches(const char* spec, Precision p) {
     gpu->close(1), cpu->close(1);
 }
 
+// What one serving run of some requests through the Scheduler gave.
+struct ServedRun {
+    std::map<int, std::vector<int>> ids;  // by request: its greedy ids
+    int steps = 0;                        // engine steps
+    long long preemptions = 0;
+    serve::SpeculationStats spec;
+};
+
+// Serves `rs` to the end on `engine` (2 sequences, 64 rows a step, ignoring
+// EOS; the CPU's serve.scheduler.tiny_model_speculation_saves_steps's
+// settings) with up to k proposed tokens a decode row; every block must be
+// back at the end, the rows of rejected proposals' too.
+ServedRun serve_to_the_end(serve::ServingEngine& engine, const std::vector<serve::Request>& rs, int k) {
+    serve::CountingServingEngine counted(engine);
+    serve::ContinuousBatching policy;
+    serve::SchedulerConfig c;
+    c.limits = {2, 64, false};
+    c.max_model_len = 256;
+    c.ignore_eos = true;
+    c.speculative = {k, 3, 1};
+    serve::Scheduler s(counted, policy, c);
+    for (const serve::Request& r : rs) s.add(r);
+    ServedRun out;
+    for (; !s.idle() && out.steps < 1000; out.steps++)
+        for (const serve::TokenEvent& e : s.step()) out.ids[e.request].push_back(e.token);
+    REQUIRE_MESSAGE(s.idle(), "the requests should be served within 1000 steps");
+    out.preemptions = counted.counters().opens - long(rs.size());
+    out.spec = s.speculation();
+    CHECK_MESSAGE(engine.free_blocks() == engine.total_blocks(),
+                  "every block should be free (or parked) at the end, the rows of rejected proposals' too");
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
@@ -247,6 +292,53 @@ TEST_CASE("gpu.model.paged_serving_matches_cpu") {
             INFO(spec << " " << precision_name(p));
             check_paged_serving_matches(spec, p);
         }
+}
+// Speculation on the CUDA serving engines: the Scheduler's verify items (a
+// decode row and up to 4 proposed tokens, logits on every row, the rejected
+// rows cut back by truncate) through the paged engine (rows through the block
+// tables; a pool of 20 blocks also preempts) and the slot engine (a verify
+// item is a prefill continuing the slot's cache and keeping every row's
+// logits). Past its end of text the tiny model tells its story again, so many
+// proposals are kept. Against the same engine without speculation: the same
+// ids, every block back, a fifth fewer steps at least (the CPU's engines take
+// 151 against 220). The ids may legitimately part at a near tie: a verify
+// step's up to 10 rows run the products on cuBLAS where 2 plain decode rows
+// run the GEMV (bf16), or cuBLAS at another shape (f32), and the sums'
+// different order moves the logits a little; so a divergence is accepted
+// where the CPU's top two logits are within the precision's tolerance, and
+// the ids are compared up to it.
+TEST_CASE("gpu.model.speculative_serving_matches_plain") {
+    for (Precision p : {Precision::f32, Precision::bf16}) {
+        auto lm = load_model("tiny", p, false, kBoth);
+        std::vector<serve::Request> rs;
+        for (const char* text : {"Once upon a time", "The little dog"})
+            rs.push_back({int(rs.size()), lm.tokenizer.encode(text), 220, {}});
+        auto referee = make_engine(lm.model, {Device::cpu, 1, 0});
+        auto check = [&](serve::ServingEngine& engine, const std::string& what, bool preempts) {
+            const ServedRun plain = serve_to_the_end(engine, rs, 0), spec = serve_to_the_end(engine, rs, 4);
+            INFO(what << ", " << std::string(precision_name(p)) << ": " << spec.steps
+                 << " steps with 4 proposed tokens a row against " << plain.steps << " without; "
+                 << spec.spec.accepted << " of " << spec.spec.proposed << " proposed accepted; " << spec.preemptions
+                 << " preemptions");
+            for (const serve::Request& r : rs) {
+                INFO("request " << r.id);
+                check_ids_up_to_a_near_tie(*referee, r.prompt, plain.ids.at(r.id), spec.ids.at(r.id), tol_for(p));
+            }
+            CHECK(spec.spec.accepted > 0);
+            if (preempts) CHECK_MESSAGE(spec.preemptions > 0, "20 blocks of 16 were meant to force a preemption");
+            else CHECK(spec.steps < plain.steps * 4 / 5);
+        };
+        for (const int blocks : {32, 20}) {
+            serve::PagedOptions o;
+            o.total_blocks = blocks;
+            o.device = Device::cuda;
+            auto paged = serve::make_paged_serving_engine(lm.model, o);
+            check(*paged, fmt::format("paged engine, {} blocks of 16", blocks), blocks == 20);
+        }
+        auto engine = make_engine(lm.model, {Device::cuda, 2, 256});
+        serve::SlotServingEngine slot(*engine, 16);
+        check(slot, "slot engine", false);
+    }
 }
 
 // PDLAB_CUDA_KV=bf16: the cache in bf16, read by the flash prefill and the
