@@ -15,7 +15,9 @@
 #      decode's products at M = 1, decode and prefill attention; labs 14 and 13
 #   6. the other benches: synthetic:bench-llama-125m (f32, bf16, int8) and the
 #      1B decode with the bf16 KV cache (PDLAB_CUDA_KV=bf16), and with CUDA graphs off
-#   7. pdlab compare (CPU vs GPU side by side); pdlab serve-sim on the paged engine
+#   7. pdlab compare (CPU vs GPU side by side); pdlab serve-sim on the paged engine,
+#      and one trace without and with n-gram speculation (--speculative-k 4) on
+#      tiny and on bench-llama-125m in bf16: steps, time, same ids
 #   8. labs 02, 04 and 05 on both devices, side by side (what ./kit compare NN
 #      prints), and lab 12's quantized products on the GPU
 #   9. where the 1B prefill's and decode step's time goes: each kernel's time
@@ -164,6 +166,12 @@ result() { sed -n "s/^RESULT $2=\(.*\)$/\1/p" "$1" 2>/dev/null | head -n1; }
 
 # The summary and the report from what exists so far (after every step).
 v() { local x; x=$(json_num "$1" "$2"); printf '%s' "${x:-n/a}"; }
+r() { local x; x=$(result "$1" "$2"); printf '%s' "${x:-n/a}"; }
+# The summary's row for speculation_steps NAME (its label: model and precision).
+spec_row() {
+    local log="$tmp/spec_$1.log"
+    echo "| serve-sim $2 on cuda, 4 requests x 200 tokens, 2 at a time: speculation off / k = 4: steps; seconds; requests with the same ids | $(r "$log" steps); $(r "$log" duration_s); $(r "$log" same_requests) | | |"
+}
 fmt3() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.3f' "$1" || printf 'n/a'; }
 fmt1() { [ -n "$1" ] && [ "$1" != n/a ] && printf '%.1f' "$1" || printf 'n/a'; }
 verdict() { [ "$1" = true ] && echo MET || { [ "$1" = false ] && echo MISSED || echo n/a; }; }
@@ -188,6 +196,8 @@ local n p f  # not the caller's: lab_both's n is live while its steps write the 
         echo "| bench-llama-125m $p: prefill 960 ms / decode ms per token | $(fmt3 "$(v "$f" prefill_ms_median)") / $(fmt3 "$(v "$f" decode_ms_per_token_median)") | | |"
     done
     echo "| compare bench-llama-125m bf16 (P 512): GPU speed-up prefill / decode | $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_prefill)")x / $(fmt1 "$(v "$tmp/compare.json" gpu_speedup_decode)")x | | |"
+    spec_row tiny "tiny f32"
+    spec_row 125m "bench-llama-125m bf16"
     echo
     for n in 02 04 05; do
         [ -s "$tmp/lab${n}_compare.log" ] || continue
@@ -369,6 +379,24 @@ profile_steps() {
             --step-kernel embed_kernel
 }
 
+# 7b. Track 2's n-gram speculation on the GPU: one trace (4 requests of 200
+# tokens, 2 at a time, EOS ignored) served without and then with up to 4
+# proposed tokens a decode row, and the two side by side
+# (gpu/dev/speculation_pair.py: steps, time, whether the ids stayed the same).
+# tiny retells its story, so many proposals are kept, and a step is
+# launch-bound; bench-llama-125m in bf16 is where a step's weights dominate.
+speculation_steps() {  # speculation_steps NAME MODEL PRECISION
+    local n=$1 what="$2 $3" run=("$pdlab" serve-sim --device cuda --model "$2" --precision "$3" --engine paged
+        --quiet --seed 7 --rate inf --num-requests 4 --max-seqs 2 --prompt-len fixed:8 --output-len fixed:200
+        --ignore-eos)
+    step "serve-sim $what on cuda, speculation off" 120 "spec_${n}_off.log" "${run[@]}" \
+        --json "$tmp/spec_${n}_off.json" &&
+        step "serve-sim $what on cuda, --speculative-k 4" 120 "spec_${n}_on.log" "${run[@]}" \
+            --speculative-k 4 --ngram-min 1 --json "$tmp/spec_${n}_on.json" &&
+        step "serve-sim $what on cuda, speculation side by side" 30 "spec_${n}.log" python3 \
+            gpu/dev/speculation_pair.py "$tmp/spec_${n}_off.json" "$tmp/spec_${n}_on.json"
+}
+
 # 8. A lab on both devices (./kit compare's recipe, without its setup).
 # Usage: lab_both NN-name ARGS...: the lab program with --device cuda, then
 # --device cpu (same ARGS), then tools/lab_compare.py side by side.
@@ -397,6 +425,10 @@ if [ "$gpu_visible" -eq 1 ]; then
     want compare && step "serve-sim paged on cuda" 180 serve_sim.log "$pdlab" serve-sim --device cuda --engine paged \
         --model synthetic:bench-llama-125m --quiet --seed 7 --rate 8 --num-requests 32 --shared-prefix-fraction 0.5 \
         --prefix-len 256 --prompt-len fixed:64 --output-len fixed:32 --ignore-eos --max-seqs 16
+    if want compare; then
+        speculation_steps tiny tiny f32
+        speculation_steps 125m synthetic:bench-llama-125m bf16
+    fi
     if want labs; then
         lab_both 02-prefill-and-decode --model synthetic:bench-llama-125m -P 256 -n 32
         lab_both 04-ttft-and-tpot --requests 16 --threads 1

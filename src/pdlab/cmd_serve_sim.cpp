@@ -292,12 +292,6 @@ int run_serve_sim(ServeSimOptions& o) {
     check_engine_flags(o);
     serve::check_limits(o.limits);
     serve::check_ngram(o.speculative);
-    // The CUDA pass lays out a verify item's logit rows (gpu/paged_rows.cpp,
-    // tested on the host) but has not run one on a device yet.
-    if (o.speculative.k > 0 && o.common.device != "cpu")
-        fail("--speculative-k with --device {}: speculative decoding in the scheduler has run on the CPU only so "
-             "far (its verify items have never run on a GPU); use --device cpu, or leave --speculative-k out",
-             o.common.device);
     const serve::GoodputLimits goodput = parse_goodput(o.goodput);
     const auto timeline = open_timeline(o.timeline, o.common.device, "pdlab serve-sim");
     Session s = load_session(o.common);

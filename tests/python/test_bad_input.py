@@ -572,8 +572,6 @@ CASES += [
     ("serve_ngram_min_past_max", good_llama, "serve-sim",
      ["--speculative-k", "4", "--ngram-max", "2", "--ngram-min", "3"], r"ngram-min.*ngram-max|ngram-max"),
     ("serve_ngram_without_k", good_llama, "serve-sim", ["--ngram-max", "4"], r"ngram-max.*speculative-k"),
-    ("serve_speculative_cuda", good_llama, "serve-sim", ["--speculative-k", "4", "--device", "cuda"],
-     r"speculative-k with --device cuda.*CPU only"),
     # pdlab serve: each fails before it listens (a case that does not would run until --timeout)
     ("serve_batching_unknown", good_llama, "serve", ["--batching", "batched"], r"batching"),
     ("serve_max_seqs_0", good_llama, "serve", ["--max-seqs", "0"], r"max-seqs"),
