@@ -98,7 +98,8 @@ void add_speculation_flags(CLI::App* sub, ServeSimOptions& o) {
     auto* k = sub->add_option("--speculative-k", o.speculative.k,
         "speculative decoding without a draft model (prompt lookup): each decode row also brings up to K "
         "tokens that followed the latest earlier occurrence of its last n tokens, the model checks them in "
-        "the same pass and keeps those it would have picked itself, so the output stays greedy decoding's. "
+        "the same pass and keeps those it would have picked itself, so the output stays greedy decoding's "
+        "(up to a near tie: a pass of more rows may round differently, most often in bf16). "
         "Pays when outputs repeat their prompt or themselves (quoting, code edits, a small model's loops): "
         "a memory-bound decode step (a large model's) costs about the same with K more rows. Where nothing "
         "repeats, the rows are wasted; where a step's cost grows with its rows (tiny on a CPU: its weights "

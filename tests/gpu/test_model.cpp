@@ -266,7 +266,7 @@ ServedRun serve_to_the_end(serve::ServingEngine& engine, const std::vector<serve
 TEST_CASE("gpu.model.prefill_and_decode_logits_match_cpu") {
     for (const char* spec : kModels)
         for (Precision p : kPrecisions) {
-            INFO(spec << " " << precision_name(p));
+            INFO(std::string(spec) << " " << std::string(precision_name(p)));
             check_logits_match(spec, p);
         }
 }
@@ -289,7 +289,7 @@ TEST_CASE("gpu.model.flash_prefill_matches_cpu") {
 TEST_CASE("gpu.model.paged_serving_matches_cpu") {
     for (const char* spec : kModels)
         for (Precision p : {Precision::f32, Precision::bf16}) {
-            INFO(spec << " " << precision_name(p));
+            INFO(std::string(spec) << " " << std::string(precision_name(p)));
             check_paged_serving_matches(spec, p);
         }
 }
@@ -353,7 +353,7 @@ TEST_CASE("gpu.model.bf16_kv_cache_matches_cpu") {
     EnvSetting kv("PDLAB_CUDA_KV", "bf16");
     for (const char* spec : kModels)
         for (Precision p : {Precision::bf16, Precision::int8_g64}) {
-            INFO(spec << " " << precision_name(p));
+            INFO(std::string(spec) << " " << std::string(precision_name(p)));
             check_logits_match(spec, p);
             if (p == Precision::bf16) check_paged_serving_matches(spec, p);  // the paged engine's weights above
             auto lm = load_model(spec, p, false, kBoth);
@@ -387,7 +387,7 @@ TEST_CASE("gpu.model.greedy_ids_match_cpu") {
         EnvSetting setting("PDLAB_CUDA_GRAPHS", graphs ? "1" : "0");
         for (const char* spec : kModels)
             for (Precision p : kPrecisions) {
-                INFO(spec << " " << precision_name(p) << " graphs " << graphs);
+                INFO(std::string(spec) << " " << std::string(precision_name(p)) << " graphs " << graphs);
                 auto lm = load_model(spec, p, false, kBoth);
                 Pair e = engines(lm.model, 1);
                 check_greedy(*e.cpu, *e.gpu, some_tokens(9, lm.model->config.vocab_size, 3), 40, tol_for(p));
@@ -400,7 +400,7 @@ TEST_CASE("gpu.model.greedy_ids_match_cpu") {
 TEST_CASE("gpu.model.preset_shapes") {
     for (const char* spec : {"synthetic:bench-llama-125m", "synthetic:gpt2-124m"})
         for (Precision p : {Precision::f32, Precision::bf16, Precision::int8_g128}) {
-            INFO(spec << " " << precision_name(p));
+            INFO(std::string(spec) << " " << std::string(precision_name(p)));
             auto lm = load_model(spec, p, false, kBoth);
             const int V = lm.model->config.vocab_size;
             Pair e = engines(lm.model, 1, 256);
