@@ -2,7 +2,9 @@
 //
 // Row-wise operations (the norms) run one block per row: the threads stride
 // over the row's D features and combine their partial sums with block_sum().
-// Element-wise operations run a grid-stride loop over all elements.
+// rmsnorm, which runs twice per layer in a decode step on one row, keeps its
+// share of the row in registers (see rmsnorm_kernel). Element-wise operations
+// run a grid-stride loop over all elements.
 #include "ops.cuh"
 
 #include "common.cuh"
@@ -13,18 +15,48 @@ namespace pd::gpu {
 
 namespace {
 
-constexpr int kRowThreads = 256;   // threads per row for the norms
-constexpr int kEltThreads = 256;   // threads per block for element-wise kernels
+constexpr int kRowThreads = 256;       // threads per row for layernorm
+constexpr int kRmsMaxThreads = 1024;   // threads per row for rmsnorm: one per feature up to 1024
+constexpr int kRmsPerThread = 8;       // features of x and w a thread holds in registers
+constexpr int kEltThreads = 256;       // threads per block for element-wise kernels
 
+// One block per row. A decode step normalises a single row of D = 2048, so the
+// time is latency, not bandwidth: each thread loads its kRmsPerThread features
+// of x and of w at once (a compile-time count, unrolled, so every load is in
+// flight before the first is used), the block sums the squares, and the
+// outputs come from the registers, with no second pass over memory. Features
+// past kRmsPerThread x blockDim.x (D > 8192) take a strided loop.
 template <typename Out>
-__global__ void rmsnorm_kernel(Out* out, const float* x, const float* w, int D, float eps) {
+__global__ void __launch_bounds__(kRmsMaxThreads)
+    rmsnorm_kernel(Out* out, const float* x, const float* w, int D, float eps) {
     const float* xr = x + std::size_t(blockIdx.x) * D;
     Out* o = out + std::size_t(blockIdx.x) * D;
+    const int held = kRmsPerThread * blockDim.x;  // features the registers hold
+    float xv[kRmsPerThread], wv[kRmsPerThread];
+#pragma unroll
+    for (int k = 0; k < kRmsPerThread; k++) {
+        const int i = threadIdx.x + k * blockDim.x;  // consecutive threads, consecutive features
+        xv[k] = i < D ? xr[i] : 0.0f;
+        wv[k] = i < D ? w[i] : 0.0f;
+    }
     float ss = 0.0f;
-    for (int i = threadIdx.x; i < D; i += blockDim.x) ss += xr[i] * xr[i];
+#pragma unroll
+    for (int k = 0; k < kRmsPerThread; k++) ss += xv[k] * xv[k];
+    for (int i = held + threadIdx.x; i < D; i += blockDim.x) ss += xr[i] * xr[i];
     ss = block_sum(ss);
     const float scale = 1.0f / sqrtf(ss / D + eps);
-    for (int i = threadIdx.x; i < D; i += blockDim.x) store(o + i, w[i] * (xr[i] * scale));
+#pragma unroll
+    for (int k = 0; k < kRmsPerThread; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < D) store(o + i, wv[k] * (xv[k] * scale));
+    }
+    for (int i = held + threadIdx.x; i < D; i += blockDim.x) store(o + i, w[i] * (xr[i] * scale));
+}
+
+// rmsnorm's threads for a row of D: one per feature (whole warps), at most kRmsMaxThreads.
+int rmsnorm_threads(int D) {
+    const int warps = (D + kWarp - 1) / kWarp;
+    return warps * kWarp < kRmsMaxThreads ? warps * kWarp : kRmsMaxThreads;
 }
 
 template <typename Out>
@@ -103,8 +135,8 @@ __global__ void to_bf16_kernel(__nv_bfloat16* out, const float* x, long n) {
 
 template <typename Out>
 void rmsnorm_launch(Out* out, const float* x, const float* w, int M, int D, float eps, cudaStream_t s) {
-    if (M <= 0) return;
-    rmsnorm_kernel<<<M, kRowThreads, 0, s>>>(out, x, w, D, eps);
+    if (M <= 0 || D <= 0) return;
+    rmsnorm_kernel<<<M, rmsnorm_threads(D), 0, s>>>(out, x, w, D, eps);
     PD_CUDA_LAUNCHED();
 }
 
