@@ -176,18 +176,40 @@ __global__ void __launch_bounds__(kDecodeThreads)
     }
 }
 
-// Pass 2: one block per (head, row) merges the splits that hold keys.
+// Pass 2: one block per (head, row) merges the splits that hold keys, one
+// output element per thread (D <= blockDim.x). Warp 0 finds the merged
+// statistics: each lane a 32nd of the splits, then a butterfly of
+// combine_stats over the lanes. Then, for each run of 32 splits, its lanes
+// put the run's weights in shared memory and every thread adds the run to its
+// element, 16 loads in flight. No thread walks the splits' statistics one
+// after another, and the shared memory is 32 floats however long the cache.
 template <typename Out>
 __global__ void decode_merge_kernel(Out* out, const int* pos, int n_heads, int D, int n_splits,
                                     const float* part_o, const float* part_ml) {
-    const int h = blockIdx.x, r = blockIdx.y;
+    __shared__ float weights[kWarp];  // the current run's split weights
+    const int h = blockIdx.x, r = blockIdx.y, d = threadIdx.x;
     const int used = decode_splits_used(pos[r] + 1);
     const std::size_t base = (std::size_t(r) * n_heads + h) * n_splits;
     const float* ml = part_ml + base * 2;
     const float* o = part_o + base * D;
-    const SoftmaxStats st = merge_split_stats(ml, used);
-    for (int d = threadIdx.x; d < D; d += blockDim.x)
-        store(out + (std::size_t(r) * n_heads + h) * D + d, merge_split_value(ml, o, used, D, d, st));
+    SoftmaxStats st;
+    if (threadIdx.x < kWarp) {
+        st = merge_split_stats(ml, used, threadIdx.x, kWarp);
+        for (int lanes = kWarp / 2; lanes > 0; lanes /= 2) {
+            const SoftmaxStats other{__shfl_xor_sync(0xffffffffu, st.m, lanes),
+                                     __shfl_xor_sync(0xffffffffu, st.l, lanes)};
+            st = combine_stats(st, other);
+        }
+    }
+    float acc = 0.0f;
+    for (int run = 0; run < used; run += kWarp) {
+        const int n = used - run < kWarp ? used - run : kWarp;
+        if (threadIdx.x < n) weights[threadIdx.x] = split_weight(ml, run + threadIdx.x, st);
+        __syncthreads();
+        if (d < D) acc += merge_split_value(weights, o + std::size_t(run) * D, n, D, d);
+        __syncthreads();  // all have read this run's weights before the next run's replace them
+    }
+    if (d < D) store(out + (std::size_t(r) * n_heads + h) * D + d, acc);
 }
 
 // The split pass for the cache's element type T: the instance for (heads per
@@ -230,7 +252,7 @@ void decode_launch(Out* out, const float* q, int q_stride, KVLayer c, const int*
         decode_split_launch(q, q_stride, c, K, V, slots, pos, rows, n_heads, n_splits, part_o, part_ml, s);
     });
     const dim3 grid2(n_heads, rows);
-    const int threads = D >= 128 ? 128 : (D + kWarp - 1) / kWarp * kWarp;
+    const int threads = (D + kWarp - 1) / kWarp * kWarp;  // a thread per element (D <= 128), whole warps
     decode_merge_kernel<<<grid2, threads, 0, s>>>(out, pos, n_heads, D, n_splits, part_o, part_ml);
     PD_CUDA_LAUNCHED();
 }

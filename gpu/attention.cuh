@@ -35,8 +35,8 @@ namespace pd::gpu {
 // with 16-byte loads (4 keys per warp in flight), keeps the scores in shared
 // memory, and writes per head the split's softmax statistics (max m, sum l) and
 // its unnormalised weighted sum of values o. A second kernel merges the
-// splits of each (row, head) exactly:
-//   out = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
+// splits of each (row, head) exactly, one warp finding the weights:
+//   out = sum_i w_i o_i,  w_i = e^(m_i - M) / sum_j e^(m_j - M) l_j.
 // The grid depends only on max_seq, not on the positions, so a captured CUDA
 // graph can replay it as the cache grows. head_dim must be a multiple of 4
 // and at most kDecodeMaxHeadDim (a lane's chunks of a key are a compile-time

@@ -56,25 +56,48 @@ __host__ __device__ inline std::size_t split_key_offset(const KVLayer& c, const 
     return c.tile(blk[p / c.block_size - blocks.first], kv_h) + std::size_t(p % c.block_size) * c.head_dim;
 }
 
-// The merged softmax statistics of `used` splits: M, the largest max, and
-// L = sum_i e^(m_i - M) l_i. part_ml: (used, 2) pairs (m_i, l_i).
+// The merged softmax statistics of splits first, first + stride, ... below
+// `used` (first 0, stride 1: all of them; a lane's share when a warp merges):
+// M, the largest max, and L = sum_i e^(m_i - M) l_i. part_ml: (used, 2) pairs
+// (m_i, l_i). No split at all gives M = -inf, L = 0.
 struct SoftmaxStats {
     float m = 0.0f, l = 0.0f;
 };
-__host__ __device__ inline SoftmaxStats merge_split_stats(const float* part_ml, int used) {
+__host__ __device__ inline SoftmaxStats merge_split_stats(const float* part_ml, int used, int first = 0,
+                                                          int stride = 1) {
     float M = -INFINITY;
-    for (int i = 0; i < used; i++) M = fmaxf(M, part_ml[i * 2]);
+    for (int i = first; i < used; i += stride) M = fmaxf(M, part_ml[i * 2]);
     float L = 0.0f;
-    for (int i = 0; i < used; i++) L += expf(part_ml[i * 2] - M) * part_ml[i * 2 + 1];
+    for (int i = first; i < used; i += stride) L += expf(part_ml[i * 2] - M) * part_ml[i * 2 + 1];
     return {M, L};
 }
 
-// Element d of the merged output: sum_i e^(m_i - M) o_i[d] / L. part_o: (used, D).
-__host__ __device__ inline float merge_split_value(const float* part_ml, const float* part_o, int used, int D, int d,
-                                                   SoftmaxStats s) {
+// The statistics of two disjoint sets of splits as one set's. Symmetric in a
+// and b, so the lanes of a butterfly all reach the same value. A set with no
+// split (m = -inf; a split's max is finite) adds e^(-inf) x 0 = 0, unless
+// both are empty: then e^(-inf - -inf) would be NaN, so an empty a gives b.
+__host__ __device__ inline SoftmaxStats combine_stats(SoftmaxStats a, SoftmaxStats b) {
+    if (a.m == -INFINITY) return b;
+    const float M = fmaxf(a.m, b.m);
+    return {M, expf(a.m - M) * a.l + expf(b.m - M) * b.l};
+}
+
+// Split i's weight in the merged output: e^(m_i - M) / L.
+__host__ __device__ inline float split_weight(const float* part_ml, int i, SoftmaxStats s) {
+    return expf(part_ml[i * 2] - s.m) / s.l;
+}
+
+// Element d of the merged output, or of a run of `used` splits' share of it:
+// sum_i w_i o_i[d]. weights: (used) split weights; part_o: (used, D). On the GPU the loop is unrolled, so that 16
+// splits' loads are in flight at once rather than one after another.
+__host__ __device__ inline float merge_split_value(const float* weights, const float* part_o, int used, int D,
+                                                   int d) {
     float acc = 0.0f;
-    for (int i = 0; i < used; i++) acc += expf(part_ml[i * 2] - s.m) * part_o[std::size_t(i) * D + d];
-    return acc * (1.0f / s.l);  // as the merge kernel always did: one reciprocal per element
+#ifdef __CUDA_ARCH__
+#pragma unroll 16
+#endif
+    for (int i = 0; i < used; i++) acc += weights[i] * part_o[std::size_t(i) * D + d];
+    return acc;
 }
 
 }  // namespace pd::gpu

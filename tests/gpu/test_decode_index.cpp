@@ -3,7 +3,8 @@
 // gpu/attention.cu run it, over a paged layout with a shuffled block table,
 // against the CPU engine's attention_decode. Ragged lengths (1 key, a split
 // boundary and either side of it, several splits), blocks of 1, 3, 16 and 128
-// positions, and MHA, GQA and MQA groupings. No GPU needed; the kernels'
+// positions, and MHA, GQA and MQA groupings; the merge's warp of 32 lanes
+// over more than 32 splits, in runs of 32. No GPU needed; the kernels'
 // launches, memory and speed are what a GPU run has left to test.
 #include <doctest/doctest.h>
 
@@ -55,15 +56,47 @@ void split_pass(const gpu::KVLayer& c, const std::vector<int>& table, gpu::KeyRa
     ml[0] = m, ml[1] = l;
 }
 
+// The merged statistics as decode_merge_kernel's warp finds them: lane j
+// takes splits j, j + 32, ..., then a butterfly of combine_stats over the
+// lanes. Every lane must end with the same statistics.
+gpu::SoftmaxStats warp_merge_stats(const float* ml, int used) {
+    const int lanes = 32;
+    std::vector<gpu::SoftmaxStats> st(lanes), next(lanes);
+    for (int j = 0; j < lanes; j++) st[j] = gpu::merge_split_stats(ml, used, j, lanes);
+    for (int o = lanes / 2; o > 0; o /= 2) {
+        for (int j = 0; j < lanes; j++) next[j] = gpu::combine_stats(st[j], st[j ^ o]);
+        st = next;
+    }
+    for (int j = 1; j < lanes; j++) {
+        CHECK(st[j].m == st[0].m);
+        CHECK(st[j].l == st[0].l);
+    }
+    return st[0];
+}
+
+// Element d of the merged output as decode_merge_kernel sums it: run by run
+// of 32 splits, each run's weights first.
+float warp_merge_value(const float* ml, const float* o, int used, int D, int d, gpu::SoftmaxStats st) {
+    const int lanes = 32;
+    float acc = 0.0f;
+    for (int run = 0; run < used; run += lanes) {
+        const int n = std::min(lanes, used - run);
+        std::vector<float> weights(n);
+        for (int i = 0; i < n; i++) weights[i] = gpu::split_weight(ml, run + i, st);
+        acc += gpu::merge_split_value(weights.data(), o + std::size_t(run) * D, n, D, d);
+    }
+    return acc;
+}
+
 }  // namespace
 
 TEST_CASE("gpu.host.decode_index") {
-    const int max_seq = 520;
+    const int max_seq = 2200;
     std::mt19937 rng(37);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (const Shape sh : {Shape{6, 2, 8, 3}, Shape{8, 1, 4, 16}, Shape{4, 4, 12, 1}, Shape{8, 8, 4, 128}}) {
         const int H = sh.n_heads, Hkv = sh.n_kv_heads, D = sh.head_dim, bs = sh.block_size;
-        for (const int n_keys : {1, 2, 127, 128, 129, 300, 513}) {
+        for (const int n_keys : {1, 2, 127, 128, 129, 300, 513, 2049, 2200}) {  // 2049: 33 splits, 2 on lane 0
             CAPTURE(H);
             CAPTURE(Hkv);
             CAPTURE(D);
@@ -120,9 +153,12 @@ TEST_CASE("gpu.host.decode_index") {
                                o.data() + std::size_t(split) * D);
                 }
                 CHECK(covered == n_keys);
-                const gpu::SoftmaxStats st = gpu::merge_split_stats(ml.data(), used);
+                const gpu::SoftmaxStats st = warp_merge_stats(ml.data(), used);
+                const gpu::SoftmaxStats all = gpu::merge_split_stats(ml.data(), used);
+                CHECK(st.m == all.m);
+                CHECK(std::fabs(st.l - all.l) <= 1e-5f * all.l);
                 for (int d = 0; d < D; d++) {
-                    const float got = gpu::merge_split_value(ml.data(), o.data(), used, D, d, st);
+                    const float got = warp_merge_value(ml.data(), o.data(), used, D, d, st);
                     const float want = ref[std::size_t(h) * D + d];
                     CHECK(std::fabs(got - want) <= 1e-5f + 1e-4f * std::fabs(want));
                 }

@@ -585,8 +585,9 @@ TEST_CASE("gpu.kernels.attention_decode") {
             INFO("head_dim " << D << " kv heads " << Hkv);
             auto [c, dc] = random_cache(B, Hkv, S, D, 20);
             auto [c16, dc16] = random_cache(B, Hkv, S, D, 20, KVPrecision::bf16);
-            // Each length alone, then all four in one batch.
-            std::vector<std::vector<int>> cases = {{1}, {17}, {300}, {2048}, {1, 17, 300, 2048}};
+            // Each length alone, then four in one batch; 2100 keys are 33 splits,
+            // more than the merge's warp has lanes.
+            std::vector<std::vector<int>> cases = {{1}, {17}, {300}, {2048}, {2100}, {1, 17, 300, 2048}};
             for (const auto& lens : cases) {
                 const int rows = int(lens.size()), q_stride = H * D + 2 * Hkv * D;
                 INFO("cache lengths " << fmt::format("{}", fmt::join(lens, ",")));
