@@ -1,12 +1,11 @@
 #include "engine/attention.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "engine/attention_kernels.hpp"
 #include "engine/ops.hpp"
+#include "engine/team.hpp"
 
 // attend_one() is the plain attention of one query that the labs read; the
 // fast kernels of both phases are in attention_kernels.cpp, and this file
@@ -39,29 +38,13 @@ void attend_one(float* out, const float* q, const KVCache& c, int layer, int b, 
 }
 
 
-// Runs item(0 .. items-1) on the OpenMP threads; `dynamic` hands them out as
-// threads get free. A plain branch, not an "if" clause: libgomp allocates a
-// team for every parallel region it serialises, and decode must not allocate.
-template <typename Item>
-static void run_items(int items, bool dynamic, Item item) {
-    if (items == 1 || omp_get_max_threads() == 1) {
-        for (int it = 0; it < items; it++) item(it);
-    } else if (dynamic) {
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int it = 0; it < items; it++) item(it);
-    } else {
-#pragma omp parallel for schedule(static)
-        for (int it = 0; it < items; it++) item(it);
-    }
-}
-
 void attention_prefill(float* out, const float* q, const KVCache& c, int layer, int b, int start,
                        int T, int n_heads, int window) {
     const int D = c.head_dim, stride = n_heads * D;
     const int kQB = prefill_block_queries();
     const int nblocks = (T + kQB - 1) / kQB;
     // Items: (query block, head). Later blocks see more keys: handed out first.
-    run_items(nblocks * n_heads, true, [&](int it) {
+    parallel_items(nblocks * n_heads, Schedule::dynamic, [&](int it) {
         const int qb = nblocks - 1 - it / n_heads, h = it % n_heads;
         const int kv_h = kv_head_for(h, n_heads, c.n_kv_heads);
         const int t0 = qb * kQB, nq = std::min(kQB, T - t0);
@@ -76,7 +59,7 @@ void attention_decode(float* out, const float* q, const KVCache& c, int layer, c
     const int G = n_heads / c.n_kv_heads;
     // Items: (row, KV head, slice of at most kMaxDecodeGroup of its query heads).
     const int slices = (G + kMaxDecodeGroup - 1) / kMaxDecodeGroup, per_row = c.n_kv_heads * slices;
-    run_items(rows * per_row, false, [&](int it) {
+    parallel_items(rows * per_row, Schedule::fixed, [&](int it) {
         const int r = it / per_row, kv_h = (it % per_row) / slices, sl = it % slices;
         const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
         attention_decode_group(out + std::size_t(r) * stride + h0 * D, q + std::size_t(r) * stride + h0 * D,
@@ -103,7 +86,7 @@ void attention_paged(float* out, const float* q, const PagedKVCache& c, int laye
     auto items_of = [&](const PagedSpan& s) { return s.n == 1 ? c.n_kv_heads * slices : (s.n + kQB - 1) / kQB * n_heads; };
     int total = 0;
     for (const PagedSpan& s : spans) total += items_of(s);
-    run_items(total, true, [&](int it) {
+    parallel_items(total, Schedule::dynamic, [&](int it) {
         std::size_t i = 0;
         while (it >= items_of(spans[i])) it -= items_of(spans[i++]);
         const PagedSpan& s = spans[i];

@@ -15,6 +15,7 @@
 #include "engine/onednn_matmul.hpp"
 #include "engine/panel_kernels.hpp"
 #include "engine/quantize.hpp"
+#include "engine/team.hpp"
 
 namespace pd {
 
@@ -215,36 +216,29 @@ float* x_scratch(int K) {
 
 using PanelFn = void (*)(const PanelJob&, int, int);
 
-// All panels of j.L, through `kernel`, on the OpenMP threads.
+// All panels of j.L, through `kernel`, on the threads (engine/team.hpp).
 void run_panels(const PanelJob& j, PanelFn kernel) {
     const Linear& L = *j.L;
-    const int P = L.n_panels();
+    const int P = L.n_panels(), threads = worker_count();
     // Below a few hundred KiB of weights, waking the second thread costs more
-    // than it saves. A plain branch, not an "if" clause: libgomp allocates a
-    // team for every parallel region it serialises, and decode must not allocate.
-    if (L.weight_bytes() < (std::size_t(256) << 10) || omp_get_max_threads() == 1) {
-        kernel(j, 0, P);
-        return;
-    }
+    // than it saves.
+    if (L.weight_bytes() < (std::size_t(256) << 10) || threads == 1)
+        return parallel_items(1, Schedule::fixed, [&](int) { kernel(j, 0, P); });
     const int parts = int(L.parts.size());
-    if (parts == omp_get_max_threads()) {
+    if (parts == threads) {
         // Arranged for this thread count (arrange_for_decode): thread t takes
         // part t, the next stretch of its own arena.
-#pragma omp parallel
-        {
-            const int t = omp_get_thread_num(), n = omp_get_num_threads();
-            for (int p = t; p < parts; p += n) kernel(j, L.parts[p].first, p + 1 < parts ? L.parts[p + 1].first : P);
-        }
-        return;
+        return parallel_items(parts, Schedule::fixed, [&](int p) {
+            kernel(j, L.parts[p].first, p + 1 < parts ? L.parts[p + 1].first : P);
+        });
     }
     // Otherwise runs of whole panels, 2 per thread, handed out in order as the
     // threads get free: each run is one long sequential stream, and every new
     // run costs a restart of the hardware prefetcher's stream (measurements in
     // docs/performance.md).
-    const int chunk = std::max(1, P / (2 * omp_get_max_threads()));
+    const int chunk = std::max(1, P / (2 * threads));
     const int nchunks = (P + chunk - 1) / chunk;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int c = 0; c < nchunks; c++) kernel(j, c * chunk, std::min(P, (c + 1) * chunk));
+    parallel_items(nchunks, Schedule::dynamic, [&](int c) { kernel(j, c * chunk, std::min(P, (c + 1) * chunk)); });
 }
 
 // The calling thread's x for an int8 or int4 product: kSmallM rows of int16 (row

@@ -7,6 +7,7 @@
 #include "engine/attention.hpp"
 #include "engine/ops.hpp"
 #include "engine/request.hpp"
+#include "engine/team.hpp"
 
 namespace pd {
 
@@ -117,6 +118,7 @@ struct ContiguousPass {
             attention_decode(out, q, cache, layer, st.slot.data(), st.pos.data(), rows, n_heads, window);
     }
     void layer_written(int) {}
+    bool hooked() const { return false; }
 };
 
 // The paged cache: a mixed batch, rows grouped in spans (st.slot[r] names the span of row r).
@@ -138,6 +140,7 @@ struct PagedPass {
     void layer_written(int layer) {
         if (on_layer) on_layer(layer);
     }
+    bool hooked() const { return bool(on_layer); }
 };
 
 // One forward pass at a time in the process. Engines that share a model share
@@ -158,35 +161,39 @@ constexpr const char* kProduct = "product";
 constexpr const char* kAttention = "attention";
 constexpr const char* kOther = "other";
 
-// Layer detail on the timeline when one is recorded with it.
+// Layer detail on the timeline when one is recorded with it, from the thread
+// that runs the pass (in a team, the other members leave it alone).
 TimelineLaps layer_laps() {
     Timeline* tl = active_timeline();
-    return TimelineLaps(tl, tl && tl->detail() == TimelineDetail::layers);
+    return TimelineLaps(tl, tl && tl->detail() == TimelineDetail::layers && team_thread() == 0);
 }
 
 // The layers, for the rows described by st.token / st.slot / st.pos, with the
-// cache reached through `cache` (ContiguousPass or PagedPass).
-// Returns logits for st.keep_rows. With a timeline recording layers, each
-// step below is a span when it ends (`laps.mark`), and each layer a span
-// around its steps: its products, its attention and the rest.
+// cache reached through `cache` (ContiguousPass or PagedPass): logits into
+// st.logits for st.keep_rows. With a timeline recording layers, each step
+// below is a span when it ends (`laps.mark`), and each layer a span around its
+// steps: its products, its attention and the rest.
+//
+// Every thread of a team runs this (see forward), so each statement that
+// writes what the threads share goes through parallel_items(), directly or
+// inside an op: a step that is not split (one row's embedding, say) runs on
+// one thread while the others wait.
 template <class Pass>
-const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
-    std::lock_guard lock(forward_mutex);
+void forward_steps(const Model& m, const CpuWeights& packed, Pass& cache, RunState& st, int rows) {
     const Config& c = m.config;
     const Weights& w = m.w;
-    const CpuWeights& packed = cpu_weights(m);  // the same matrices, in the CPU kernels' layouts
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
     const int qkv_stride = Q + 2 * KV;
     const bool rotary = c.traits().positions == Positions::rotary;
+    const int kept = int(st.keep_rows.size());
     float* x = st.x.data();
     TimelineLaps laps = layer_laps();
 
     // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
-    for (int r = 0; r < rows; r++) {
-        std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(st.token[r]) * D,
-                    sizeof(float) * D);
+    parallel_items(rows, Schedule::fixed, [&](int r) {
+        std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(st.token[r]) * D, sizeof(float) * D);
         if (!rotary) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
-    }
+    });
     laps.mark("embed", kOther);
 
     for (int l = 0; l < c.n_layers; l++) {
@@ -212,11 +219,11 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
         }
 
         // 5. Append each row's K and V to its sequence's cache, at its position.
-        for (int r = 0; r < rows; r++) {
+        parallel_items(rows, Schedule::fixed, [&](int r) {
             const float* row = st.qkv.data() + std::size_t(r) * qkv_stride;
             cache.write(l, r, row + Q, row + Q + KV);
             std::memcpy(st.q.data() + std::size_t(r) * Q, row, sizeof(float) * Q);
-        }
+        });
         cache.layer_written(l);  // layer l's K/V of every row are final (a disaggregated prefill sends them now)
         laps.mark("rope + kv write", kOther);
 
@@ -251,16 +258,26 @@ const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
     }
 
     // 9. Final norm and output head, only for the rows whose logits are wanted.
-    const int kept = int(st.keep_rows.size());
-    st.kept.resize(std::size_t(kept) * D);
-    st.logits.resize(std::size_t(kept) * c.vocab_size);
-    for (int i = 0; i < kept; i++) {
-        const float* xr = x + std::size_t(st.keep_rows[i]) * D;
-        float* o = st.kept.data() + std::size_t(i) * D;
-        norm(c, o, xr, w.norm_f_w, w.norm_f_b, 1);
-    }
+    parallel_items(kept, Schedule::fixed, [&](int i) {
+        norm(c, st.kept.data() + std::size_t(i) * D, x + std::size_t(st.keep_rows[i]) * D, w.norm_f_w, w.norm_f_b, 1);
+    });
     linear_forward(packed.head, st.kept.data(), kept, st.logits.data());
     laps.mark("logits", kProduct);
+}
+
+// One pass of forward_steps. One of at most kSmallM rows (decode) runs on one
+// team of threads (engine/team.hpp) instead of opening a parallel region for
+// each of its ~60 products and attentions; not one with a layer hook, whose
+// code (an MPI send) may throw, which a team's threads cannot pass on.
+template <class Pass>
+const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
+    std::lock_guard lock(forward_mutex);
+    const CpuWeights& packed = cpu_weights(m);  // the same matrices, in the CPU kernels' layouts
+    const std::size_t kept = st.keep_rows.size();
+    st.kept.resize(kept * m.config.dim);
+    st.logits.resize(kept * m.config.vocab_size);
+    const bool team = rows <= kSmallM && !cache.hooked() && team_possible();
+    with_team(team, [&] { forward_steps(m, packed, cache, st, rows); });
     return st.logits.data();
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "engine/isa.hpp"
+#include "engine/team.hpp"
 
 #include "engine/hwy_config.hpp"
 #undef HWY_TARGET_INCLUDE
@@ -168,31 +169,19 @@ HWY_EXPORT(RopeHead);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(AddRange);
 
-// Rows run in parallel only when there are several. A plain branch rather than
-// an OpenMP `if` clause: libgomp allocates a one-thread team for every region
-// an `if` serialises, and decode (M = 1) must not allocate.
+// One item a row (a chunk), on the threads (engine/team.hpp).
 template <typename Row>
 static void for_rows(int M, Row row) {
     kernel_isa();  // applies PDLAB_ISA before the first dispatch
-    if (M > 1) {
-#pragma omp parallel for schedule(static)
-        for (int m = 0; m < M; m++) row(m);
-    } else if (M == 1) {
-        row(0);
-    }
+    parallel_items(M, Schedule::fixed, row);
 }
 
-// [0, n) in chunks of `chunk`, on the threads when there are several chunks.
+// [0, n) in chunks of `chunk`.
 template <typename Range>
 static void for_chunks(long n, long chunk, Range range) {
     kernel_isa();
     const long nchunks = (n + chunk - 1) / chunk;
-    if (nchunks <= 1) {
-        range(0, n);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (long c = 0; c < nchunks; c++) range(c * chunk, std::min(n, (c + 1) * chunk));
+    parallel_items(int(nchunks), Schedule::fixed, [&](int c) { range(c * chunk, std::min(n, (c + 1) * chunk)); });
 }
 
 void rmsnorm(float* out, const float* x, const float* w, int M, int D, float eps) {

@@ -1,5 +1,7 @@
 // engine.model / engine.attention / engine.kv_cache: the two phases agree with
 // each other and with a cache-free reference.
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -8,6 +10,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
+#include "engine/team.hpp"
 #include "load/model_source.hpp"
 #include "reference.hpp"
 
@@ -40,7 +43,7 @@ std::vector<float> copy_logits(const float* p, std::size_t rows, int V) {
 TEST_CASE("engine.model.prefill_equals_token_by_token_decode") {
     for (const char* spec : kModels)
         for (Precision p : {Precision::f32, Precision::bf16}) {
-            INFO(spec << " " << precision_name(p));
+            INFO(std::string(spec) << " " << std::string(precision_name(p)));
             auto lm = load_model(spec, p, false);
             const Model& m = *lm.model;
             const int V = m.config.vocab_size, T = 20;  // T > 16: prefill takes the oneDNN path
@@ -345,4 +348,43 @@ TEST_CASE("engine.model.cpu_engine_refuses_a_model_loaded_for_cuda_only") {
     const Matrix& qkv = lm.model->w.layers[0].qkv;
     CHECK_MESSAGE(qkv.w.size() == std::size_t(qkv.in) * qkv.out, "the CUDA engine uploads these rows");
     CHECK_THROWS_AS(make_engine(lm.model, {}), UserError);
+}
+
+// A decode step of at most kSmallM rows runs as one team of threads
+// (engine/team.hpp). Each output value is still computed by one thread with
+// the same kernel, so the logits are those of one thread, bit for bit: for
+// both families, GQA, a window, the quantized and bf16 kernels, one row and
+// three, and products large enough to be split among the threads.
+TEST_CASE("engine.model.decode_on_a_team_equals_one_thread") {
+    const char* split = "synthetic:llama,dim=256,ffn=512,layers=2,heads=8,kv_heads=2,vocab=97,ctx=64";
+    for (const char* spec : {kModels[1], kModels[3], kModels[4], split})
+        for (Precision p : {Precision::f32, Precision::bf16, Precision::int8_g32, Precision::int4_g64}) {
+            INFO(std::string(spec) << " " << std::string(precision_name(p)));
+            auto lm = load_model(spec, p, false);
+            const Model& m = *lm.model;
+            const int V = m.config.vocab_size, B = 3;
+            auto logits_at = [&](int threads) {
+                const int saved = omp_get_max_threads();
+                omp_set_num_threads(threads);
+                if (threads > 1) REQUIRE(team_possible());
+                KVCache c = make_kv_cache(m, B);
+                RunState s = make_run_state(m.config, B);
+                for (int b = 0; b < B; b++) prefill(m, c, s, b, some_tokens(5 + 4 * b, V, b));
+                std::vector<float> all;
+                std::vector<int> slots = {0, 1, 2}, next = {7, 8, 9};
+                for (int step = 0; step < 4; step++) {
+                    const int rows = step % 2 ? 1 : B;
+                    auto got = copy_logits(decode(m, c, s, {slots.data(), std::size_t(rows)},
+                                                  {next.data(), std::size_t(rows)}), rows, V);
+                    all.insert(all.end(), got.begin(), got.end());
+                }
+                omp_set_num_threads(saved);
+                return all;
+            };
+            const auto one = logits_at(1);
+            for (int threads : {2, 3}) {
+                INFO("threads " << threads);
+                CHECK(logits_at(threads) == one);
+            }
+        }
 }
