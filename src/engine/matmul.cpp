@@ -305,6 +305,7 @@ static void bf16_small_m(PanelJob& j) {
 }
 
 void linear_small_m(const Linear& L, const float* x, int M, float* y) {
+    sync_with_team();  // each thread of a team reads x for its own copy of it (below)
     PanelJob j{&L, x, M, y};
     switch (L.precision.traits().decode) {  // the format's row (precision.cpp) names its kernel
         case DecodeKernel::f32_panels: return run_panels(j, panel_products);

@@ -5,8 +5,9 @@
 // each call opens its own parallel region. A short pass (at most kSmallM
 // rows: a decode step) runs whole as one team instead (with_team): every
 // thread of the team runs the same code, each parallel_items() call hands its
-// items out among them and ends at a spinning barrier, and code that is not
-// in a call must not write what the threads share.
+// items out among them and ends at a spinning barrier (a call of one item
+// runs on one thread, and the others go on), and code that is not in a call
+// must not write what the threads share, nor read it before sync_with_team().
 //
 // Why: a decode step is about 60 short calls (a 125M-parameter int4 model's
 // products take 5-30 us each at 2 threads). On the 2-vCPU VMs measured, a
@@ -44,7 +45,8 @@ struct Member {
     Team* team = nullptr;
     int id = 0;          // 0 .. team->size - 1; 0 is the thread that called with_team
     unsigned calls = 0;  // parallel_items calls made so far: the same count on every member
-    bool in_item = false;  // running an item: a call made from one runs inline (one thread is there)
+    bool in_item = false;      // running an item: a call made from one runs inline (one thread is there)
+    bool after_alone = false;  // the last call ran on thread 0 alone, with no barrier after it
 };
 Member& member();
 
@@ -69,8 +71,10 @@ inline int worker_count() {
 inline bool team_possible() { return omp_get_max_threads() > 1 && !omp_in_parallel() && !in_team(); }
 
 // Runs item(0 .. items-1) once each, on the threads, and returns when all are
-// done. In a team every member must make the same calls in the same order; a
-// call from inside an item runs its items there, on that thread. Outside a
+// done. In a team every member must make the same calls in the same order, and
+// a call of one item runs on thread 0 while the others go on to the next call
+// (which waits for it if it is shared); a call from inside an item runs its
+// items there, on that thread. Outside a
 // team, one item, one thread or a call from inside a parallel region runs in
 // a plain loop, not through an "if" clause: libgomp allocates a team for every
 // parallel region it serialises, and decode must not allocate.
@@ -82,8 +86,14 @@ void parallel_items(int items, Schedule schedule, Item&& item) {
     } else if (me.team) {
         team_detail::Team& t = *me.team;
         const unsigned call = me.calls++;
+        const bool alone = items <= 1 || t.size == 1;  // thread 0 runs it; the others go on
+        // The members see what thread 0 wrote alone before they share a call
+        // (which may read it), and thread 0 sees what they wrote in one after
+        // it. Calls alone one after another need no barrier: a decode step's
+        // norm, rope, cache writes and residual adds are one row each.
+        if (!alone && me.after_alone) t.barrier();
         me.in_item = true;
-        if (items == 1 || t.size == 1) {
+        if (alone) {
             if (me.id == 0)
                 for (int i = 0; i < items; i++) item(i);
         } else if (schedule == Schedule::fixed) {
@@ -95,12 +105,13 @@ void parallel_items(int items, Schedule schedule, Item&& item) {
                 item(i);
         }
         // Counter `call % 2` hands out a dynamic call's items. The other one was
-        // last used by an earlier call, which every member has left (its
-        // barrier), and is next used after this call's barrier: reset it now,
-        // whatever this call's schedule.
+        // last used by an earlier shared call, which every member has left (its
+        // barrier), and is next used after a barrier this thread reaches later:
+        // reset it now, whatever this call is.
         if (me.id == 0) t.next[(call + 1) % 2].store(0, std::memory_order_relaxed);
         me.in_item = false;
-        t.barrier();
+        if (!alone) t.barrier();
+        me.after_alone = alone;
     } else if (items == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
         for (int i = 0; i < items; i++) item(i);
     } else if (schedule == Schedule::dynamic) {
@@ -109,6 +120,17 @@ void parallel_items(int items, Schedule schedule, Item&& item) {
     } else {
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < items; i++) item(i);
+    }
+}
+
+// Before a member reads, outside a parallel_items() call, what earlier calls
+// wrote (a product preparing its copy of x, say): waits for a call thread 0
+// ran alone. Nothing to do outside a team, or after a shared call.
+inline void sync_with_team() {
+    team_detail::Member& me = team_detail::member();
+    if (me.team && !me.in_item && me.after_alone) {
+        me.team->barrier();
+        me.after_alone = false;
     }
 }
 

@@ -71,7 +71,7 @@ TEST_CASE("engine.model.prefill_equals_token_by_token_decode") {
 
 TEST_CASE("engine.model.chunked_prefill_continues_the_cache") {
     for (const char* spec : kModels) {
-        INFO(spec);
+        INFO(std::string(spec));
         auto lm = load_model(spec, Precision::f32, false);
         const Model& m = *lm.model;
         const int V = m.config.vocab_size;
@@ -115,7 +115,7 @@ TEST_CASE("engine.model.batched_decode_equals_single") {
 
 TEST_CASE("engine.model.cache_and_no_cache_greedy_agree") {
     for (const char* spec : kModels) {
-        INFO(spec);
+        INFO(std::string(spec));
         auto lm = load_model(spec, Precision::f32, false);
         auto engine = make_engine(lm.model, {});
         GenerateOptions g;
@@ -317,7 +317,7 @@ TEST_CASE("engine.model.engines_sharing_a_model_run_on_several_threads") {
 // answers exactly as a model that kept them.
 TEST_CASE("engine.model.row_major_matrices_kept_only_for_a_cuda_engine") {
     for (const char* spec : {kModels[0], kModels[1]}) {  // untied head, tied head
-        INFO(spec);
+        INFO(std::string(spec));
         auto cpu_only = load_model(spec, Precision::f32, false);
         auto both = load_model(spec, Precision::f32, false, {.cpu = true, .cuda = true});
         const Config& c = cpu_only.model->config;
