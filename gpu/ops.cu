@@ -2,8 +2,8 @@
 //
 // Row-wise operations (the norms) run one block per row: the threads stride
 // over the row's D features and combine their partial sums with block_sum().
-// rmsnorm, which runs twice per layer in a decode step on one row, keeps its
-// share of the row in registers (see rmsnorm_kernel). Element-wise operations
+// rmsnorm keeps each thread's share of the row in registers (see
+// rmsnorm_kernel) and picks its block by the row count. Element-wise operations
 // run a grid-stride loop over all elements.
 #include "ops.cuh"
 
@@ -16,18 +16,33 @@ namespace pd::gpu {
 namespace {
 
 constexpr int kRowThreads = 256;       // threads per row for layernorm
-constexpr int kRmsMaxThreads = 1024;   // threads per row for rmsnorm: one per feature up to 1024
 constexpr int kRmsPerThread = 8;       // features of x and w a thread holds in registers
 constexpr int kEltThreads = 256;       // threads per block for element-wise kernels
 
-// One block per row. A decode step normalises a single row of D = 2048, so the
-// time is latency, not bandwidth: each thread loads its kRmsPerThread features
-// of x and of w at once (a compile-time count, unrolled, so every load is in
-// flight before the first is used), the block sums the squares, and the
-// outputs come from the registers, with no second pass over memory. Features
-// past kRmsPerThread x blockDim.x (D > 8192) take a strided loop.
-template <typename Out>
-__global__ void __launch_bounds__(kRmsMaxThreads)
+// rmsnorm's two block shapes. A decode step normalises one row (or a few), so
+// its time is latency: up to 1,024 threads, one per feature, spread the row
+// over the whole SM. A prefill normalises thousands of rows: there a block of
+// 1,024 threads (over 32 registers each) leaves one block per SM and the SM
+// idles at every block's reduction and tail; blocks of 256 threads, limited to
+// 32 registers (ptxas spills 8 bytes) so that 8 share an SM, keep the loads of
+// other rows in flight.
+// The third H200 run (docs/gpu.md) measured the wide block at 2.97 us a call
+// on one row (6.51 us with the old loops over 256 threads) and at 15.79 us on
+// 2,048 rows (9.51 us).
+constexpr int kRmsWideThreads = 1024;   // threads per row at most, few rows (one per feature below)
+constexpr int kRmsNarrowThreads = 256;  // threads per row at most, many rows
+constexpr int kRmsNarrowBlocks = 8;     // narrow blocks the compiler must fit on one SM at once
+constexpr int kRmsWideMaxRows = 16;     // up to this many rows (decode, small batches) use wide blocks
+
+// One block per row. Each thread loads its kRmsPerThread features of x and of
+// w at once (a compile-time count, unrolled, so every load is in flight before
+// the first is used), the block sums the squares, and the outputs come from
+// the registers, with no second pass over memory. Features past
+// kRmsPerThread x blockDim.x (D > 8192 wide, D > 2048 narrow) take a strided
+// loop that reads them twice. The block shape is a template parameter so that
+// __launch_bounds__ can tell the compiler how many registers each may use.
+template <int kMaxThreads, int kMinBlocks, typename Out>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     rmsnorm_kernel(Out* out, const float* x, const float* w, int D, float eps) {
     const float* xr = x + std::size_t(blockIdx.x) * D;
     Out* o = out + std::size_t(blockIdx.x) * D;
@@ -53,10 +68,10 @@ __global__ void __launch_bounds__(kRmsMaxThreads)
     for (int i = held + threadIdx.x; i < D; i += blockDim.x) store(o + i, w[i] * (xr[i] * scale));
 }
 
-// rmsnorm's threads for a row of D: one per feature (whole warps), at most kRmsMaxThreads.
-int rmsnorm_threads(int D) {
+// rmsnorm's threads for a row of D: one per feature (whole warps), at most max_threads.
+int rmsnorm_threads(int D, int max_threads) {
     const int warps = (D + kWarp - 1) / kWarp;
-    return warps * kWarp < kRmsMaxThreads ? warps * kWarp : kRmsMaxThreads;
+    return warps * kWarp < max_threads ? warps * kWarp : max_threads;
 }
 
 template <typename Out>
@@ -136,7 +151,12 @@ __global__ void to_bf16_kernel(__nv_bfloat16* out, const float* x, long n) {
 template <typename Out>
 void rmsnorm_launch(Out* out, const float* x, const float* w, int M, int D, float eps, cudaStream_t s) {
     if (M <= 0 || D <= 0) return;
-    rmsnorm_kernel<<<M, rmsnorm_threads(D), 0, s>>>(out, x, w, D, eps);
+    if (M <= kRmsWideMaxRows)
+        rmsnorm_kernel<kRmsWideThreads, 1>
+            <<<M, rmsnorm_threads(D, kRmsWideThreads), 0, s>>>(out, x, w, D, eps);
+    else
+        rmsnorm_kernel<kRmsNarrowThreads, kRmsNarrowBlocks>
+            <<<M, rmsnorm_threads(D, kRmsNarrowThreads), 0, s>>>(out, x, w, D, eps);
     PD_CUDA_LAUNCHED();
 }
 

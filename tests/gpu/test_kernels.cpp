@@ -169,9 +169,14 @@ std::vector<int> scrambled_blocks(int n) {
 
 }  // namespace
 
-// rmsnorm's shapes: 1 to 5 rows of head and model widths, rows shorter than a
-// warp, and D = 8200, past the 8 x 1024 features the kernel holds in registers.
-const int kRmsShapes[][2] = {{1, 64}, {2, 80}, {1, 2048}, {5, 2048}, {3, 4096}, {4, 4097}, {2, 5}, {1, 8200}};
+// rmsnorm's shapes. Up to 16 rows take the wide blocks (up to 1,024 threads):
+// head and model widths, rows shorter than a warp, and D = 8200, past the
+// 8 x 1024 features held in registers. More rows take the narrow blocks (256
+// threads): 17 rows (the first), a prefill's 300 and 2,048 rows of 2,048, and
+// D = 4097, past the 8 x 256 features held in registers.
+const int kRmsShapes[][2] = {{1, 64},  {2, 80},   {1, 2048},  {5, 2048},    {3, 4096},   {4, 4097},
+                             {2, 5},   {1, 8200}, {16, 2048}, {17, 80},     {300, 2048}, {2048, 2048},
+                             {40, 4097}};
 
 TEST_CASE("gpu.kernels.rmsnorm") {
     for (auto [M, D] : kRmsShapes) {
