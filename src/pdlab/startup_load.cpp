@@ -105,8 +105,8 @@ void print_threads_note(int threads_option) {
     if (!s.passive) return;
     fmt::print(stderr, "note: OpenMP threads sleep between parallel regions (OMP_WAIT_POLICY=PASSIVE, chosen because "
                        "other work kept about {:.1f} of the {} cores busy as pdlab started); each region pays to "
-                       "wake them, which slows short decode steps. To time spinning threads, rerun with "
-                       "OMP_WAIT_POLICY=ACTIVE\n",
+                       "wake them: a decode step once, a prefill once per product. To time spinning threads, "
+                       "rerun with OMP_WAIT_POLICY=ACTIVE\n",
                s.busy_cores, s.machine.cores);
 }
 
