@@ -1,6 +1,5 @@
 #include "engine/matmul.hpp"
 
-#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>

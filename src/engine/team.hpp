@@ -74,10 +74,10 @@ inline bool team_possible() { return omp_get_max_threads() > 1 && !omp_in_parall
 // done. In a team every member must make the same calls in the same order, and
 // a call of one item runs on thread 0 while the others go on to the next call
 // (which waits for it if it is shared); a call from inside an item runs its
-// items there, on that thread. Outside a
-// team, one item, one thread or a call from inside a parallel region runs in
-// a plain loop, not through an "if" clause: libgomp allocates a team for every
-// parallel region it serialises, and decode must not allocate.
+// items there, on that thread. Outside a team, no item or one, one thread, or
+// a call from inside a parallel region runs in a plain loop, not through an
+// "if" clause: libgomp allocates a team for every parallel region it
+// serialises, and decode must not allocate.
 template <typename Item>
 void parallel_items(int items, Schedule schedule, Item&& item) {
     team_detail::Member& me = team_detail::member();
@@ -112,7 +112,7 @@ void parallel_items(int items, Schedule schedule, Item&& item) {
         me.in_item = false;
         if (!alone) t.barrier();
         me.after_alone = alone;
-    } else if (items == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    } else if (items <= 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
         for (int i = 0; i < items; i++) item(i);
     } else if (schedule == Schedule::dynamic) {
 #pragma omp parallel for schedule(dynamic, 1)
