@@ -54,21 +54,49 @@ HWY_INLINE void for_each_tile(const KvTiles& T, int first, int last, int Dh, F f
 // --- decode -------------------------------------------------------------------
 
 constexpr int kChunk = 64;  // keys per online-softmax step
+// Query heads per pass over a chunk's keys and values: 4 H score chains plus
+// 4 key vectors, or 4 H value sums plus a row vector, within the registers.
+constexpr int kHeadsPerPass = kRegs >= 32 ? 4 : 2;
 
-#if HWY_TARGET != HWY_SCALAR
-// The sums of four vectors' lanes, [sum a, sum b, sum c, sum e], into
-// out[0..3]: two rounds of interleaving add within each 128-bit block, then
-// the blocks are folded; a quarter of the shuffles of four separate sums.
-template <class DB>
-HWY_INLINE void Store4(DB db, hn::Vec<DB> v, float* out) {
-    if constexpr (hn::MaxLanes(DB()) > 4) {
-        const hn::Half<DB> dh;
-        Store4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
-    } else {
-        hn::StoreU(v, db, out);
+// Calls f.template operator()<H>(i0) for groups of heads i0 .. i0+H-1 that
+// cover heads 0 .. G-1, H at most kHeadsPerPass.
+template <class F>
+HWY_INLINE void for_head_groups(int G, F f) {
+    int i = 0;
+    for (; i + kHeadsPerPass <= G; i += kHeadsPerPass) f.template operator()<kHeadsPerPass>(i);
+    const int rest = G - i;
+    if (rest == 3) f.template operator()<3>(i);
+    if (rest == 2) f.template operator()<2>(i);
+    if (rest == 1) f.template operator()<1>(i);
+}
+
+// out[t] = (out[t] + the columns Dv .. Dh-1 of q . K row t) * scale for nk
+// rows from k: the part of the scores past the last whole vector of D.
+HWY_INLINE void finish_scores(float* out, const float* q, const float* k, int nk, int Dh, int Dv, float scale) {
+    for (int t = 0; t < nk; t++) {
+        for (int c = Dv; c < Dh; c++) out[t] += q[c] * k[std::size_t(t) * Dh + c];
+        out[t] *= scale;
     }
 }
-HWY_INLINE void Sum4(V a, V b, V c, V e, float* out) {
+
+#if HWY_TARGET != HWY_SCALAR
+using D4 = hn::Full128<float>;  // four keys' scores
+using V4 = hn::Vec<D4>;
+
+// The lanes of v folded to one 128-bit block: halves added until 4 lanes are left.
+template <class DB>
+HWY_INLINE V4 Fold4(DB db, hn::Vec<DB> v) {
+    if constexpr (hn::MaxLanes(DB()) > 4) {
+        const hn::Half<DB> dh;
+        return Fold4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+    } else {
+        return v;
+    }
+}
+// The sums of four vectors' lanes, [sum a, sum b, sum c, sum e]: two rounds
+// of interleaving add within each 128-bit block, then the blocks are folded;
+// a quarter of the shuffles of four separate sums.
+HWY_INLINE V4 Sum4(V a, V b, V c, V e) {
     const D d;
     const hn::RepartitionToWide<hn::RebindToUnsigned<D>> d64;
     const V ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));  // a02 b02 a13 b13 a block
@@ -76,15 +104,14 @@ HWY_INLINE void Sum4(V a, V b, V c, V e, float* out) {
     const auto ab64 = hn::BitCast(d64, ab), ce64 = hn::BitCast(d64, ce);
     const V lo = hn::BitCast(d, hn::InterleaveLower(d64, ab64, ce64));  // a02 b02 c02 e02
     const V hi = hn::BitCast(d, hn::InterleaveUpper(d64, ab64, ce64));  // a13 b13 c13 e13
-    Store4(d, hn::Add(lo, hi), out);
+    return Fold4(d, hn::Add(lo, hi));
 }
 
-// Heads i0 .. i0+H-1 (H = 1 or 2) against 4 keys from row k (rows of Dh, of
-// which the first Dv in whole vectors): s[i][t0..t0+3] = q_i . K row * scale,
-// 4 H independent chains of multiply-adds.
+// dots[h] = [q_h . K row t over the first Dv columns, t = 0..3] for the H
+// heads from q (rows of Dh) and the 4 keys from row k: 4 H independent chains
+// of multiply-adds.
 template <int H>
-HWY_INLINE void scores_4_keys(float (*s)[kChunk], const float* q, int i0, const float* k, int t0, int Dh, int Dv,
-                              float scale) {
+HWY_INLINE void dots_4_keys(V4* dots, const float* q, const float* k, int Dh, int Dv) {
     const D d;
     V acc[H][4];
     for (auto& a : acc)
@@ -92,44 +119,70 @@ HWY_INLINE void scores_4_keys(float (*s)[kChunk], const float* q, int i0, const 
     for (int c = 0; c < Dv; c += kLanes)
         for (int t = 0; t < 4; t++) {
             const V kv = hn::LoadU(d, k + std::size_t(t) * Dh + c);
-            for (int h = 0; h < H; h++)
-                acc[h][t] = hn::MulAdd(hn::LoadU(d, q + std::size_t(i0 + h) * Dh + c), kv, acc[h][t]);
+            for (int h = 0; h < H; h++) acc[h][t] = hn::MulAdd(hn::LoadU(d, q + std::size_t(h) * Dh + c), kv, acc[h][t]);
         }
-    for (int h = 0; h < H; h++) {
-        float* out = s[i0 + h] + t0;
-        Sum4(acc[h][0], acc[h][1], acc[h][2], acc[h][3], out);
-        for (int t = 0; t < 4; t++) {
-            for (int c = Dv; c < Dh; c++) out[t] += q[std::size_t(i0 + h) * Dh + c] * k[std::size_t(t) * Dh + c];
-            out[t] *= scale;
-        }
+    for (int h = 0; h < H; h++) dots[h] = Sum4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+}
+
+// The same for as many keys as DB has lanes, key t in lane t: the 4-key
+// blocks combined in registers, so the softmax reads whole vectors that were
+// stored whole (no store forwarding from narrow stores).
+template <int H, class DB>
+HWY_INLINE void dots_keys(DB db, hn::Vec<DB>* dots, const float* q, const float* k, int Dh, int Dv) {
+    if constexpr (hn::MaxLanes(DB()) > 4) {
+        const hn::Half<DB> dh;
+        hn::Vec<decltype(dh)> lo[H], hi[H];
+        dots_keys<H>(dh, lo, q, k, Dh, Dv);
+        dots_keys<H>(dh, hi, q, k + std::size_t(hn::MaxLanes(dh)) * Dh, Dh, Dv);
+        for (int h = 0; h < H; h++) dots[h] = hn::Combine(db, hi[h], lo[h]);
+    } else {
+        dots_4_keys<H>(dots, q, k, Dh, Dv);
     }
 }
 #endif
 
-// s[i][t] = q_i . K[j0 + t] * scale for the G heads and nc keys of a chunk:
-// keys 4 at a time, heads 2 at a time; the last nc % 4 keys one by one.
-HWY_INLINE void chunk_scores(float (*s)[kChunk], const float* q, const float* K, int j0, int nc, int G, int Dh,
-                             float scale) {
+// s[i][t] = q_i . K[t] * scale for the heads i0 .. i0+H-1 and the nc keys of
+// a chunk from K: a vector of keys at a time, then 4, then one by one. Each
+// score sums the same products in the same order whichever way it is taken.
+template <int H>
+HWY_INLINE void chunk_scores(float (*s)[kChunk], const float* q, const float* K, int nc, int i0, int Dh, float scale) {
     const D d;
     const int Dv = Dh / kLanes * kLanes;
+    q += std::size_t(i0) * Dh;
     int t = 0;
 #if HWY_TARGET != HWY_SCALAR  // one lane: nothing to fold
+    for (; t + kLanes <= nc; t += kLanes) {
+        const float* k = K + std::size_t(t) * Dh;
+        V dots[H];
+        dots_keys<H>(d, dots, q, k, Dh, Dv);
+        for (int h = 0; h < H; h++) {
+            float* out = s[i0 + h] + t;
+            if (Dv == Dh) {
+                hn::Store(hn::Mul(dots[h], hn::Set(d, scale)), d, out);
+            } else {
+                hn::Store(dots[h], d, out);
+                finish_scores(out, q + std::size_t(h) * Dh, k, kLanes, Dh, Dv, scale);
+            }
+        }
+    }
     for (; t + 4 <= nc; t += 4) {
-        const float* k = K + std::size_t(j0 + t) * Dh;
-        int i = 0;
-        for (; i + 2 <= G; i += 2) scores_4_keys<2>(s, q, i, k, t, Dh, Dv, scale);
-        if (i < G) scores_4_keys<1>(s, q, i, k, t, Dh, Dv, scale);
+        const float* k = K + std::size_t(t) * Dh;
+        V4 dots[H];
+        dots_4_keys<H>(dots, q, k, Dh, Dv);
+        for (int h = 0; h < H; h++) {
+            hn::StoreU(dots[h], D4(), s[i0 + h] + t);
+            finish_scores(s[i0 + h] + t, q + std::size_t(h) * Dh, k, 4, Dh, Dv, scale);
+        }
     }
 #endif
     for (; t < nc; t++) {
-        const float* k = K + std::size_t(j0 + t) * Dh;
-        for (int i = 0; i < G; i++) {
+        const float* k = K + std::size_t(t) * Dh;
+        for (int h = 0; h < H; h++) {
             V acc = hn::Zero(d);
             for (int c = 0; c < Dv; c += kLanes)
-                acc = hn::MulAdd(hn::LoadU(d, q + std::size_t(i) * Dh + c), hn::LoadU(d, k + c), acc);
-            float dot = LaneSum(d, acc);
-            for (int c = Dv; c < Dh; c++) dot += q[std::size_t(i) * Dh + c] * k[c];
-            s[i][t] = dot * scale;
+                acc = hn::MulAdd(hn::LoadU(d, q + std::size_t(h) * Dh + c), hn::LoadU(d, k + c), acc);
+            s[i0 + h][t] = LaneSum(d, acc);
+            finish_scores(s[i0 + h] + t, q + std::size_t(h) * Dh, k, 1, Dh, Dv, scale);
         }
     }
 }
@@ -156,7 +209,7 @@ HWY_INLINE float chunk_softmax(float* s, int nc, float& m, float& l) {
     return alpha;
 }
 
-// out_i = out_i * alpha_i + sum_t p_it V[j0 + t] for heads i0 .. i0+H-1 and
+// out_i = out_i * alpha_i + sum_t p_it V[t] for heads i0 .. i0+H-1 and
 // the CV vectors of columns from c: the sums stay in registers over the
 // chunk's keys (H CV independent chains) and meet memory once.
 template <int H, int CV>
@@ -178,28 +231,29 @@ HWY_INLINE void values_block(float* out, const float (*p)[kChunk], const float* 
         for (int v = 0; v < CV; v++) hn::StoreU(acc[h][v], d, out + std::size_t(i0 + h) * Dh + c + v * kLanes);
 }
 
+// The same for heads i0 .. i0+H-1 and all Dh columns: 4 vectors at a time,
+// then one, then the columns past the last whole vector.
 template <int H>
-HWY_INLINE void values_heads(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int nc, int i0,
-                             int Dh, int Dv) {
+HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int nc, int i0,
+                             int Dh) {
+    const int Dv = Dh / kLanes * kLanes;
     int c = 0;
     for (; c + 4 * kLanes <= Dv; c += 4 * kLanes) values_block<H, 4>(out, p, alpha, Vc, nc, i0, c, Dh);
     for (; c < Dv; c += kLanes) values_block<H, 1>(out, p, alpha, Vc, nc, i0, c, Dh);
+    for (int i = i0; i < i0 + H && Dv < Dh; i++) {
+        float* o = out + std::size_t(i) * Dh;
+        for (c = Dv; c < Dh; c++) o[c] *= alpha[i];
+        for (int t = 0; t < nc; t++)
+            for (c = Dv; c < Dh; c++) o[c] += p[i][t] * Vc[std::size_t(t) * Dh + c];
+    }
 }
 
-HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* alpha, const float* Vc, int j0,
-                             int nc, int G, int Dh) {
-    const int Dv = Dh / kLanes * kLanes;
-    Vc += std::size_t(j0) * Dh;
-    int i = 0;
-    for (; i + 2 <= G; i += 2) values_heads<2>(out, p, alpha, Vc, nc, i, Dh, Dv);
-    if (i < G) values_heads<1>(out, p, alpha, Vc, nc, i, Dh, Dv);
-    if (Dv == Dh) return;
-    for (i = 0; i < G; i++) {  // the columns past the last whole vector
-        float* o = out + std::size_t(i) * Dh;
-        for (int c = Dv; c < Dh; c++) o[c] *= alpha[i];
-        for (int t = 0; t < nc; t++)
-            for (int c = Dv; c < Dh; c++) o[c] += p[i][t] * Vc[std::size_t(t) * Dh + c];
-    }
+// out[0 .. n) /= l, a vector at a time (the same quotients as one by one).
+HWY_INLINE void divide_row(float* out, int n, float l) {
+    const D d;
+    int c = 0;
+    for (; c + kLanes <= n; c += kLanes) hn::StoreU(hn::Div(hn::LoadU(d, out + c), hn::Set(d, l)), d, out + c);
+    for (; c < n; c++) out[c] /= l;
 }
 
 void DecodeGroup(float* out, const float* q, const KvTiles& K, const KvTiles& Vt, int first, int n, int G, int Dh) {
@@ -212,13 +266,14 @@ void DecodeGroup(float* out, const float* q, const KvTiles& K, const KvTiles& Vt
         const float* Vc = Vt.row(first + i, Dh);
         for (int j0 = 0; j0 < nt; j0 += kChunk) {
             const int nc = std::min(kChunk, nt - j0);
-            chunk_scores(s, q, Kt, j0, nc, G, Dh, scale);
-            for (int i = 0; i < G; i++) alpha[i] = chunk_softmax(s[i], nc, m[i], l[i]);
-            chunk_values(out, s, alpha, Vc, j0, nc, G, Dh);
+            const float* Kc = Kt + std::size_t(j0) * Dh;
+            const float* Vcc = Vc + std::size_t(j0) * Dh;
+            for_head_groups(G, [&]<int H>(int i0) { chunk_scores<H>(s, q, Kc, nc, i0, Dh, scale); });
+            for (int h = 0; h < G; h++) alpha[h] = chunk_softmax(s[h], nc, m[h], l[h]);
+            for_head_groups(G, [&]<int H>(int i0) { chunk_values<H>(out, s, alpha, Vcc, nc, i0, Dh); });
         }
     });
-    for (int i = 0; i < G; i++)
-        for (int c = 0; c < Dh; c++) out[std::size_t(i) * Dh + c] /= l[i];
+    for (int i = 0; i < G; i++) divide_row(out + std::size_t(i) * Dh, Dh, l[i]);
 }
 
 // --- prefill ------------------------------------------------------------------

@@ -31,13 +31,16 @@ HWY_INLINE hn::Vec<D> Pow2(D d, VI k) {
 
 // exp(x), about 1 ulp: Cephes' expf polynomial on [-ln2/2, ln2/2], then
 // scaled by 2^n (in two halves, so that n = 128 and n = -150 stay in range).
-// Below -104 (and for -inf, the masked scores of attention) the result is 0.
+// Below -104 (and for -inf, the masked scores of attention) the result is 0:
+// those lanes compute exp(0) before being zeroed, because exp(-104) is
+// subnormal and a subnormal product costs a microcode assist (on Zen 5 it
+// was a fifth of a one-key decode attention call, whose padding is -inf).
 template <class D>
 HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
     using V = hn::Vec<D>;
     const hn::RebindToSigned<D> di;
     const auto underflow = hn::Lt(x, hn::Set(d, -104.0f));
-    x = hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 88.7f));
+    x = hn::Min(hn::IfThenZeroElse(underflow, x), hn::Set(d, 88.7f));
     const V n = hn::Round(hn::Mul(x, hn::Set(d, 1.44269504088896341f)));
     V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);
     r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
