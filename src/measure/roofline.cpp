@@ -2,14 +2,11 @@
 
 #include <omp.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -99,65 +96,8 @@ BandwidthResult measure_read_bandwidth(std::size_t bytes, int min_passes, double
     return r;
 }
 
-namespace {
-
-// "32768K" (sysfs's cache sizes) -> 33554432; 0 if it is not a size.
-std::size_t parse_cache_size(const std::string& text) {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-    if (end == text.c_str()) return 0;
-    const std::size_t unit = *end == 'K' ? 1024 : *end == 'M' ? std::size_t(1) << 20 : *end == 'G' ? std::size_t(1) << 30 : 1;
-    return std::size_t(n) * unit;
-}
-
-std::string read_small_file(const std::string& path) {
-    std::ifstream f(path);
-    std::string line;
-    std::getline(f, line);
-    return line;
-}
-
-// The largest data or unified cache sysfs lists for cpu0 (0: none listed,
-// as in some VMs).
-std::size_t largest_cache_in_sysfs() {
-    std::size_t largest = 0;
-    for (int i = 0; i < 16; i++) {
-        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-        const std::string type = read_small_file(dir + "type");
-        if (type.empty()) break;
-        if (type != "Instruction") largest = std::max(largest, parse_cache_size(read_small_file(dir + "size")));
-    }
-    return largest;
-}
-
-}  // namespace
-
-std::size_t largest_cache_bytes() {
-    static const std::size_t bytes = [] {
-        std::size_t b = largest_cache_in_sysfs();
-#ifdef _SC_LEVEL3_CACHE_SIZE
-        if (b == 0) b = std::size_t(std::max(0L, ::sysconf(_SC_LEVEL3_CACHE_SIZE)));
-#endif
-        return b;
-    }();
-    return bytes;
-}
-
-std::size_t dram_probe_bytes_for(std::size_t largest_cache, std::size_t memory) {
-    constexpr std::size_t kMin = std::size_t(256) << 20;
-    std::size_t bytes = std::max(kMin, 4 * largest_cache);
-    if (memory > 0) bytes = std::min(bytes, std::max(kMin, memory / 8));
-    return bytes & ~((std::size_t(1) << 21) - 1);  // whole huge pages, as the probe maps them
-}
-
-std::size_t dram_probe_bytes() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    const std::size_t memory = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
-    return dram_probe_bytes_for(largest_cache_bytes(), memory);
-}
-
 BandwidthResult quick_bandwidth(double seconds) {
-    return measure_read_bandwidth(dram_probe_bytes(), 5, seconds);
+    return measure_read_bandwidth(std::size_t(256) << 20, 5, seconds);
 }
 
 // --- peak matrix throughput ------------------------------------------------------------

@@ -53,25 +53,9 @@ enum class ReadLoop { probe, libc_memchr };
 BandwidthResult measure_read_bandwidth(std::size_t bytes, int min_passes, double min_seconds,
                                        ReadLoop loop = ReadLoop::probe);
 
-// The largest data cache the CPU reports (its last level, shared by its
-// cores), in bytes: /sys/devices/system/cpu/cpu0/cache, else what the C
-// library reads from the CPU itself; 0 when neither says.
-std::size_t largest_cache_bytes();
-
-// The buffer a DRAM probe streams: four times the largest cache, so that its
-// passes cannot come back from a cache, and never below 256 MiB; but at most
-// an eighth of the machine's memory (still never below 256 MiB). Why: some
-// servers (and the VMs carved from them) keep hundreds of MiB in a last-level
-// cache. A 256 MiB buffer read over and over is then partly served from it:
-// on one such VM (508 MiB of cache reported) 2 threads read a 256 MiB buffer at
-// 60-74 GB/s but 1 GiB at 46 and 2 GiB at 39 (docs/performance.md).
-std::size_t dram_probe_bytes();
-// The same rule for a given cache and memory size (0: unknown), for tests.
-std::size_t dram_probe_bytes_for(std::size_t largest_cache, std::size_t memory);
-
-// A quick probe (about `seconds`, on dram_probe_bytes()) for benchmarks to
-// run right before and after their timed loops: DRAM bandwidth drifts on a
-// shared machine, so a floor is only honest next to its own measurement.
+// A quick probe (about `seconds`, on a 256 MiB buffer) for benchmarks to run
+// right before and after their timed loops: DRAM bandwidth drifts on a shared
+// machine, so a floor is only honest next to its own measurement.
 BandwidthResult quick_bandwidth(double seconds = 0.3);
 
 struct PeakResult {

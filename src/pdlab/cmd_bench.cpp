@@ -18,17 +18,6 @@ namespace pd::cli {
 double decode_vs_floor(const BenchResult& r) { return r.decode_step.median / r.decode_floor.floor_ms; }
 double decode_effective_gbps(const BenchResult& r) { return r.decode_floor.bytes / (r.decode_step.median * 1e6); }
 
-void print_bandwidth(const BenchResult& r, double cycled_bytes) {
-    std::printf("ceilings DRAM read %.1f GB/s before, %.1f after (floors use %.1f), over %zu MiB\n",
-                r.bandwidth_before.best_gbps, r.bandwidth_after.best_gbps, r.bandwidth_gbps,
-                r.bandwidth_before.bytes >> 20);
-    const std::size_t cache = largest_cache_bytes();
-    if (cycled_bytes > 0 && cycled_bytes < 2.0 * double(cache))
-        std::printf("note     the decode steps cycle through %.1f MB and this CPU reports a %zu MiB cache, which can "
-                    "hold part of them from one step to the next: a step can beat its DRAM floor\n",
-                    cycled_bytes / 1e6, cache >> 20);
-}
-
 namespace {
 
 // bench's --precision takes a comma list: the common option's check of one
@@ -49,10 +38,7 @@ CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
         "  prefill >= FLOPs done / matrix peak   (a quick oneDNN probe, or --peak-gflops)\n"
         "  decode  >= (weight bytes + KV bytes read) / DRAM bandwidth per step\n"
         "The bandwidth is measured right before and right after the timed runs (0.3 s each):\n"
-        "on a shared machine it drifts, so a ratio is only honest against its own run's. The\n"
-        "probe reads a buffer four times the CPU's largest cache (at least 256 MiB), which no\n"
-        "cache can serve; when the steps themselves cycle through fewer bytes than twice that\n"
-        "cache, part of them can stay cached between steps and beat the floor (a note says so).\n"
+        "on a shared machine it drifts, so a ratio is only honest against its own run's.\n"
         "Run it under bench/malloc_count.so (LD_PRELOAD) to also count heap allocations and\n"
         "thread creations inside the decode loop (bench/run does).\n"
         "Several precisions (--precision f32,bf16,int8) load the model once in each, every one with\n"
@@ -88,8 +74,9 @@ double prefill_fraction_of_peak(const BenchResult& r) {
 }
 
 void print_floors(const BenchOptions& b, const BenchResult& r) {
-    print_bandwidth(r, b.gen > 0 ? r.decode_floor.bytes : 0);
-    std::printf("ceilings matrix peak %.0f GFLOP/s (%s)\n", r.peak_gflops, r.peak_source.c_str());
+    std::printf("ceilings DRAM read %.1f GB/s before, %.1f after (floors use %.1f); matrix peak %.0f GFLOP/s (%s)\n",
+                r.bandwidth_before.best_gbps, r.bandwidth_after.best_gbps, r.bandwidth_gbps,
+                r.peak_gflops, r.peak_source.c_str());
     std::printf("floor    prefill %.2f ms (%s-bound: %.1f GFLOP, %.0f FLOP/byte); measured %.2fx the floor, %.0f%% of peak\n",
                 r.prefill_floor.floor_ms, r.prefill_floor.bound, r.prefill_floor.flops / 1e9,
                 r.prefill_floor.intensity, prefill_vs_floor(r), 100.0 * prefill_fraction_of_peak(r));
@@ -187,8 +174,6 @@ void add_floor_fields(nlohmann::json& j, const BenchOptions& b, const BenchResul
     j["bandwidth_gbps_median_before"] = r.bandwidth_before.median_gbps;
     j["bandwidth_gbps_median_after"] = r.bandwidth_after.median_gbps;
     j["bandwidth_gbps"] = r.bandwidth_gbps;
-    j["bandwidth_probe_bytes"] = r.bandwidth_before.bytes;
-    j["largest_cache_bytes"] = largest_cache_bytes();
     j["peak_gflops"] = r.peak_gflops;
     j["peak_source"] = r.peak_source;
     j["prefill_flops"] = r.prefill_floor.flops;

@@ -25,12 +25,6 @@ struct BenchCliOptions {
 double decode_vs_floor(const BenchResult& r);
 double decode_effective_gbps(const BenchResult& r);
 
-// "ceilings DRAM read ... over N MiB" (the probe's buffer), then a note when
-// the decode steps cycle through fewer bytes than twice the CPU's largest
-// cache (`cycled_bytes`: every precision's bytes per step, summed), which can
-// then hold part of them between steps: a step can beat its DRAM floor.
-void print_bandwidth(const BenchResult& r, double cycled_bytes);
-
 // What ran, where, and how it was timed.
 void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& engine);
 // One result's samples, statistics and checks.

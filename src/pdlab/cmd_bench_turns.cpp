@@ -70,9 +70,9 @@ void print_turns(const BenchOptions& b, const std::vector<Entry>& e, const std::
     const BenchResult& r0 = r.front();  // the ceilings are the same for all
     std::printf("turns    one decode step of each precision per round: %d rounds (%d steps x %d runs, after %d "
                 "warm-up), batch %d, P=%d\n", b.gen * b.repeats, b.gen, b.repeats, b.warmup, b.batch, b.prompt_len);
-    double cycled = 0;  // a round reads every precision's step
-    for (const BenchResult& ri : r) cycled += ri.decode_floor.bytes;
-    if (r0.bandwidth_gbps > 0) print_bandwidth(r0, cycled);
+    if (r0.bandwidth_gbps > 0)
+        std::printf("ceilings DRAM read %.1f GB/s before, %.1f after (floors use %.1f)\n",
+                    r0.bandwidth_before.best_gbps, r0.bandwidth_after.best_gbps, r0.bandwidth_gbps);
     std::printf("%-9s %-9s %24s %9s %17s %10s %11s %6s\n", "", "precision", "ms/step (median ± stdev)", "MB/step",
                 "floor ms  x floor", "GB/s eff.", "prefill ms", "cache");
     for (std::size_t i = 0; i < e.size(); i++)

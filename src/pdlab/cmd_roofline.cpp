@@ -49,7 +49,7 @@ struct RooflineOptions {
     int prompt_len = 512;
     int context = 0;
     std::vector<int> batches{1, 16};
-    int bandwidth_mib = 0;  // 0: dram_probe_bytes()
+    int bandwidth_mib = 1024;
     int peak_n = 2048;
     double seconds = 1.0;
     int decode_context() const { return context > 0 ? context : prompt_len; }  // --context, else P
@@ -94,11 +94,9 @@ CLI::App* add_roofline_options(CLI::App& app, RooflineOptions& o) {
     sub->add_option("--batch,-B", o.batches, "decode batch sizes to place (e.g. -B 1 -B 4 -B 16)")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
-    sub->add_option("--bandwidth-mib", o.bandwidth_mib,
-                    fmt::format("buffer the bandwidth probe streams, in MiB (default: four times the largest cache "
-                                "the CPU reports, at least 256 MiB, at most an eighth of the memory: here {})",
-                                dram_probe_bytes() >> 20))
-        ->check(CLI::Range(64, 1 << 16));
+    sub->add_option("--bandwidth-mib", o.bandwidth_mib, "buffer the bandwidth probe streams, in MiB")
+        ->check(CLI::Range(64, 1 << 16))
+        ->capture_default_str();
     sub->add_option("--peak-n", o.peak_n, "M = N = K of the peak probe's matrix product")
         ->check(CLI::Range(256, 8192))
         ->capture_default_str();
@@ -119,7 +117,7 @@ struct Measured {
 
 Measured measure_ceilings(const RooflineOptions& o) {
     Measured m;
-    const std::size_t bw_bytes = o.bandwidth_mib > 0 ? std::size_t(o.bandwidth_mib) << 20 : dram_probe_bytes();
+    const std::size_t bw_bytes = std::size_t(o.bandwidth_mib) << 20;
     m.bw = measure_read_bandwidth(bw_bytes, 5, o.seconds);
     m.libc = measure_read_bandwidth(bw_bytes, 5, o.seconds, ReadLoop::libc_memchr);
     m.f32 = measure_peak_gflops(Precision::f32, o.peak_n, 3, o.seconds);
@@ -132,10 +130,10 @@ Measured measure_ceilings(const RooflineOptions& o) {
     return m;
 }
 
-void print_ceilings(const Measured& m) {
+void print_ceilings(const Measured& m, int bandwidth_mib) {
     std::printf("%-28s %14s   %s\n", "ceiling", "measured", "how");
     std::printf("%-28s %9.1f GB/s   best of %d + %d passes over %d MiB (medians %.1f, %.1f)\n",
-                "DRAM read bandwidth", m.gbps, m.bw.passes, m.bw_again.passes, int(m.bw.bytes >> 20),
+                "DRAM read bandwidth", m.gbps, m.bw.passes, m.bw_again.passes, bandwidth_mib,
                 m.bw.median_gbps, m.bw_again.median_gbps);
     std::printf("%-28s %9.1f GB/s   the same buffer read by glibc's memchr, between the two probes: the probe\n"
                 "%-28s %14s   reads at %.0f%% of it (%s kernels)\n",
@@ -244,7 +242,7 @@ int run_roofline(const RooflineOptions& o) {
     std::printf("roofline of %s\n\n", cpu_summary().c_str());
     std::fflush(stdout);
     const Measured m = measure_ceilings(o);
-    print_ceilings(m);
+    print_ceilings(m, o.bandwidth_mib);
     nlohmann::json j = ceilings_json(m, o.peak_n);
     if (!o.model.empty()) place_model(o, c, m, j);
     if (!o.json.empty()) write_json_file(o.json, j);

@@ -75,20 +75,3 @@ TEST_CASE("engine.timing.roofline_compute_bound_batch") {
         }
     }
 }
-
-// The bandwidth probe's buffer: four times the largest cache so that no cache
-// serves it, at least 256 MiB, at most an eighth of the memory (but never
-// below 256 MiB), in whole 2 MiB pages.
-TEST_CASE("engine.timing.dram_probe_bytes_outgrow_the_cache") {
-    constexpr std::size_t MiB = std::size_t(1) << 20, GiB = std::size_t(1) << 30;
-    CHECK(dram_probe_bytes_for(32 * MiB, 16 * GiB) == 256 * MiB);    // a desktop's L3: the floor of 256 MiB
-    CHECK(dram_probe_bytes_for(0, 0) == 256 * MiB);                  // nothing known
-    CHECK(dram_probe_bytes_for(96 * MiB, 32 * GiB) == 384 * MiB);    // a large L3 (96 MiB): 4x
-    CHECK(dram_probe_bytes_for(508 * MiB, 24 * GiB) == 2032 * MiB);  // the VM of docs/performance.md
-    CHECK(dram_probe_bytes_for(1 * GiB, 8 * GiB) == 1 * GiB);        // capped at an eighth of the memory
-    CHECK(dram_probe_bytes_for(1 * GiB, 1 * GiB) == 256 * MiB);      // but never below 256 MiB
-    CHECK(dram_probe_bytes_for(100 * MiB + 12345, 0) == 400 * MiB);    // rounded down to whole 2 MiB pages
-    const std::size_t here = dram_probe_bytes();
-    CHECK(here >= 256 * MiB);
-    CHECK(here % (2 * MiB) == 0);
-}
