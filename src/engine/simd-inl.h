@@ -35,12 +35,13 @@ HWY_INLINE hn::Vec<D> Pow2(D d, VI k) {
 // those lanes compute exp(0) before being zeroed, because exp(-104) is
 // subnormal and a subnormal product costs a microcode assist (on Zen 5 it
 // was a fifth of a one-key decode attention call, whose padding is -inf).
+// Every other lane, a NaN included, is clamped as before the zeroing.
 template <class D>
 HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
     using V = hn::Vec<D>;
     const hn::RebindToSigned<D> di;
     const auto underflow = hn::Lt(x, hn::Set(d, -104.0f));
-    x = hn::Min(hn::IfThenZeroElse(underflow, x), hn::Set(d, 88.7f));
+    x = hn::IfThenZeroElse(underflow, hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 88.7f)));
     const V n = hn::Round(hn::Mul(x, hn::Set(d, 1.44269504088896341f)));
     V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);
     r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
