@@ -267,15 +267,16 @@ HWY_INLINE void divide_row(float* out, int n, float l) {
 // this (docs/performance.md).
 constexpr std::size_t kPrefetchKvBytes = std::size_t(512) << 10;
 
+// Asks for every 64-byte line of one row of n floats, once.
+HWY_INLINE void prefetch_lines(const float* row, int n) {
+    const auto end = reinterpret_cast<std::uintptr_t>(row + n);
+    for (auto a = reinterpret_cast<std::uintptr_t>(row) & ~std::uintptr_t(63); a < end; a += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(a));
+}
+
 // Asks for K and V rows [from, to) (rows of Dh floats) to be brought into L1.
 HWY_INLINE void prefetch_rows(const KvTiles& K, const KvTiles& V, int from, int to, int Dh) {
-    const std::size_t bytes = std::size_t(Dh) * sizeof(float);
-    for (int j = from; j < to; j++) {
-        const char* k = reinterpret_cast<const char*>(K.row(j, Dh));
-        const char* v = reinterpret_cast<const char*>(V.row(j, Dh));
-        for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(k + b), __builtin_prefetch(v + b);
-        __builtin_prefetch(k + bytes - 1), __builtin_prefetch(v + bytes - 1);  // a row that straddles a line
-    }
+    for (int j = from; j < to; j++) prefetch_lines(K.row(j, Dh), Dh), prefetch_lines(V.row(j, Dh), Dh);
 }
 
 void DecodeGroup(float* out, const float* q, const KvTiles& K, const KvTiles& Vt, int first, int n, int G, int Dh) {
