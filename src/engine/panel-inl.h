@@ -30,9 +30,8 @@ constexpr int kVecs = kPanel / kLanes;  // vectors per panel row
 // much and 4 KiB no more. Prefetches past the matrix's end are harmless.
 // AVX2 only, where it was measured: on Zen 4 (AVX-512) an earlier try made the
 // bf16 kernel slower (docs/performance.md), and NEON is unmeasured. The
-// AVX-512 VNNI int8/int4 kernel (panel_quantized_avx512.cpp) prefetches the
-// same way (Zen 5, 1 thread, int8: 1.3-1.6x its floor without it, 1.1-1.3x
-// with it; docs/performance.md).
+// AVX-512 VNNI int8/int4 kernel (panel_quantized_avx512.cpp) does not
+// prefetch either: on Zen 5 its decode was faster without (docs/performance.md).
 constexpr bool kPrefetchWeights = HWY_TARGET == HWY_AVX2;
 constexpr std::size_t kPrefetchAhead = 2048;
 

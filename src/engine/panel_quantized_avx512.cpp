@@ -4,10 +4,11 @@
 //
 // The integer sums are the portable kernel's, exactly, and so are the convert
 // and the scaling per group and column after them; what differs is how many
-// instructions a panel's bytes cost. A software prefetch keeps enough cache
-// lines in flight: a decode product reads each weight once, and with a few
-// instructions per line the hardware prefetcher alone fell behind
-// (measurements in docs/performance.md).
+// instructions a panel's bytes cost. It asks for no lines ahead, unlike the
+// AVX2 kernels: on Zen 5 the hardware prefetcher alone kept this kernel's
+// stream fed, and software requests 2 KiB ahead made decode slower (int8 at 1
+// thread 1.40-1.54x its floor with them, 1.03-1.08x without; measurements in
+// docs/performance.md).
 //
 // int8 (x in int16): vpdpwssd multiplies two int16 pairs and adds them into an
 // int32 lane in one instruction where vpmaddwd + vpaddd take two. Per 64
@@ -52,9 +53,6 @@ using avx512::store_panel_row;
 // Rows of x per pass over a panel: MB rows keep 2 MB int32 sums and 2 MB f32
 // totals in registers (of 32), beside the weights and the broadcasts.
 constexpr int kRowsPerPass = 4;
-// Bytes the kernel asks for ahead of the ones it reads now: 2 KiB, as the
-// AVX2 kernels (panel-inl.h); docs/performance.md has the sweep on Zen 5.
-constexpr int kPrefetchAhead = 2048;
 
 // The pair x[k], x[k+1] (int16) in all 16 int32 lanes; for int4, the four
 // bytes x[k..k+3] (int8).
@@ -134,19 +132,12 @@ void panel_quantized(const std::byte* panel, const RowsOfX& x, float* y, int ldy
     for (int g = 0; g < x.groups; g++) {
         const auto* q = reinterpret_cast<const std::int8_t*>(panel + std::size_t(g) * group_bytes);
         const auto* w_scales = reinterpret_cast<const float*>(q + steps * step_bytes);
-        // Each step asks for the 64 bytes 2 KiB after its own; the group's
-        // scales (2 lines after its steps) are asked for here, or every
-        // group's last 2 lines of the stream came unrequested: int4-g64 (18
-        // lines a group) streamed 11-12% faster with them (docs/performance.md).
-        for (std::size_t b = 0; b < kPanel * sizeof(float); b += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(w_scales) + kPrefetchAhead + b, _MM_HINT_T0);
         __m512i sum[U][MB][2];
         for (auto& su : sum)
             for (auto& s : su) s[0] = s[1] = _mm512_setzero_si512();
         for (int j = 0; j < steps; j += U)
             for (int u = 0; u < U; u++) {
                 const std::int8_t* step = q + std::size_t(j + u) * step_bytes;
-                _mm_prefetch(reinterpret_cast<const char*>(step) + kPrefetchAhead, _MM_HINT_T0);
                 __m512i w[2];
                 const std::size_t k = std::size_t(g) * G + std::size_t(j + u) * k_per_step;
                 if constexpr (Bits == 8) load_pair(step, w);
