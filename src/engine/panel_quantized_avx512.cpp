@@ -7,7 +7,7 @@
 // instructions a panel's bytes cost. It asks for no lines ahead, unlike the
 // AVX2 kernels: on Zen 5 the hardware prefetcher alone kept this kernel's
 // stream fed, and software requests 2 KiB ahead made decode slower (int8 at 1
-// thread 1.40-1.54x its floor with them, 1.03-1.08x without; measurements in
+// thread 1.38-1.54x its floor with them, 1.03-1.08x without; measurements in
 // docs/performance.md).
 //
 // int8 (x in int16): vpdpwssd multiplies two int16 pairs and adds them into an
