@@ -171,7 +171,6 @@ HWY_INLINE void panel_quantized(const PanelJob& j, const std::byte* panel, const
         const auto* q = reinterpret_cast<const std::int8_t*>(panel + std::size_t(g) * L.group_bytes());
         const auto* w_scales = reinterpret_cast<const float*>(q + std::size_t(G / 2) * kPairBytes<Bits>);
         const int pairs = (std::min(G, K - g * G) + 1) / 2;
-        prefetch_ahead<kPanel * sizeof(float)>(w_scales);  // the steps ask for their own lines, not these 2
         group_sums<Bits, MB, unroll_int(MB)>(q, w_scales, pairs, x + std::size_t(g) * G, j.ldx, x_scales + g,
                                              groups, tot);
     }
