@@ -240,7 +240,8 @@ HWY_INLINE void chunk_values(float* out, const float (*p)[kChunk], const float* 
     int c = 0;
     for (; c + 4 * kLanes <= Dv; c += 4 * kLanes) values_block<H, 4>(out, p, alpha, Vc, nc, i0, c, Dh);
     for (; c < Dv; c += kLanes) values_block<H, 1>(out, p, alpha, Vc, nc, i0, c, Dh);
-    for (int i = i0; i < i0 + H && Dv < Dh; i++) {
+    if (Dv == Dh) return;
+    for (int i = i0; i < i0 + H; i++) {
         float* o = out + std::size_t(i) * Dh;
         for (c = Dv; c < Dh; c++) o[c] *= alpha[i];
         for (int t = 0; t < nc; t++)

@@ -131,7 +131,6 @@ void panel_quantized(const std::byte* panel, const RowsOfX& x, float* y, int ldy
     for (auto& t : tot) t[0] = t[1] = _mm512_setzero_ps();
     for (int g = 0; g < x.groups; g++) {
         const auto* q = reinterpret_cast<const std::int8_t*>(panel + std::size_t(g) * group_bytes);
-        const auto* w_scales = reinterpret_cast<const float*>(q + steps * step_bytes);
         __m512i sum[U][MB][2];
         for (auto& su : sum)
             for (auto& s : su) s[0] = s[1] = _mm512_setzero_si512();
@@ -153,6 +152,7 @@ void panel_quantized(const std::byte* panel, const RowsOfX& x, float* y, int ldy
                         sum[u][m][1] = _mm512_dpbusd_epi32(sum[u][m][1], w[1], xb);
                     }
             }
+        const auto* w_scales = reinterpret_cast<const float*>(q + steps * step_bytes);
         const __m512 s0 = _mm512_loadu_ps(w_scales), s1 = _mm512_loadu_ps(w_scales + 16);
         for (int m = 0; m < MB; m++) {
             __m512i a = sum[0][m][0], b = sum[0][m][1];
