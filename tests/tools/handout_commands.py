@@ -25,8 +25,12 @@ without going through ./kit itself (which would rebuild):
   ./kit build, setup, help, handout, bench, grade: the instructor's and the
                         whole kit's commands, run by their own tests; listed.
 
-A line with "..." is a template, not a command: listed, not run. Exit 0 when
-every checked command passed, 1 when one failed, 77 when the handout has
+A line with "..." is a template, not a command: listed, not run.
+
+Then the handout's reference blocks and the sentences resting on them
+(handout_claims.py): each block names its quiet machine, and each claim of the
+lab's claims.toml (and of its answer key's, in solutions/) holds. Exit 0 when
+every checked command passed and every claim held, 1 when one did not, 77 when the handout has
 nothing this machine can check (only GPU or MPI commands).
 """
 import argparse
@@ -37,6 +41,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import handout_claims  # beside this file
 
 BUDGET_S = 60  # one full run; the whole test stays within meson's timeout
 
@@ -174,6 +180,29 @@ def check(cmd, kit, build, suites, gpu, scratch):
     return "FAIL", f"./kit has no command \"{verb}\""
 
 
+def claims_of(kit, handout):
+    """(claims files, answer key) for a lab handout: its claims.toml, and the answer key's
+    claims.toml in solutions/ (kept there so that a student copy carries no answers)."""
+    lab = os.path.dirname(os.path.abspath(handout))
+    rel = os.path.relpath(lab, os.path.join(kit, "labs"))
+    if rel.startswith(".."):
+        return [], None
+    solution = os.path.join(kit, "solutions", rel)
+    files = [f for f in (os.path.join(lab, "claims.toml"), os.path.join(solution, "claims.toml")) if os.path.exists(f)]
+    answers = os.path.join(solution, "answers.md")
+    return files, answers if os.path.exists(answers) else None
+
+
+def check_claims(kit, handout):
+    """True when every reference block is quiet and named, and every claim on one holds."""
+    files, answers = claims_of(kit, handout)
+    count, problems = handout_claims.check(handout, files, answers)
+    for p in problems:
+        print(f"CLAIM FAILS: {p}")
+    print(f"{handout}: {count} claims on its reference blocks, {len(problems)} problems")
+    return not problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kit", required=True)
@@ -181,10 +210,11 @@ def main():
     ap.add_argument("handout")
     a = ap.parse_args()
     a.kit, a.build = os.path.abspath(a.kit), os.path.abspath(a.build)  # the programs run in a scratch folder
+    claims_ok = check_claims(a.kit, a.handout)
     cmds = commands(open(a.handout, encoding="utf-8").read())
     if not cmds:
         print(f"{a.handout}: no ./kit commands in its code blocks")
-        return 0
+        return 0 if claims_ok else 1
     listing = subprocess.run(["meson", "test", "-C", a.build, "--list", "--no-rebuild"],
                              capture_output=True, text=True).stdout
     suites = set()
@@ -201,7 +231,7 @@ def main():
         print(f"{verdict:6} {cmd}\n       {how}", flush=True)
     print(f"{a.handout}: {counts['ok']} ok, {counts['FAIL']} failed, {counts['skip']} skipped, "
           f"{counts['listed']} listed")
-    if counts["FAIL"]:
+    if counts["FAIL"] or not claims_ok:
         return 1
     return 77 if counts["ok"] == 0 and counts["skip"] else 0
 
