@@ -5,7 +5,8 @@
 //   D = c.dim, H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim,
 //   Q = H * Dh (c.q_dim()), KV = Hkv * Dh (c.kv_dim()), F = c.hidden_dim, V = c.vocab_size
 //   x, the residual stream     : (rows, D)
-//   tok_emb (m.w.tok_emb)      : (V, D); the head's rows too (Llama ties them)
+//   tok_emb (m.w.tok_emb)      : (V, D); also the head's rows when c.tied_head (tiny and
+//                                Llama 3.2 1B tie them; Llama 2 and 3 8B keep a head of their own)
 //   norm weights               : (D) each: m.w.layers[l].norm1_w, norm2_w, m.w.norm_f_w
 //   the products (cpu_weights(m).layers[l], a pd::Linear each, y = x @ W^T (+ bias)):
 //     qkv      : (D) -> (Q + 2 KV), each output row [q | k | v]
