@@ -9,6 +9,7 @@ the handout's reference blocks and the sentences that rest on them:
 
     [values]                       # read from a reference block by a regex's first group
     one_rank = { block = "track4-16-large", pattern = 'one rank: decode step +([\\d.]+) ms' }
+    rows = { block = "track3-13", pattern = '^ +(\\d+) +[\\d.]+ +([\\d.]+)', all = true }  # every match
 
     [derived]                      # Python expressions over the values, in order
     speedup = "one_rank / two_ranks"
@@ -39,7 +40,7 @@ MARK = re.compile(r"^\s*<!-- reference-run: (\S+) .+ -->\s*$")
 MACHINE = re.compile(r"\(reference machine: .+, kernels .+, \d+ cores, DRAM read .+, \d{4}-\d\d-\d\d, commit \S+; "
                      r"load average [\d.]+ before, other processes (?P<others>[\d.]+) cores during")
 MAX_OTHER_CORES = 0.05
-SAFE = {"abs": abs, "min": min, "max": max, "round": round, "math": math}
+SAFE = {"abs": abs, "min": min, "max": max, "round": round, "len": len, "sorted": sorted, "math": math}
 
 
 def blocks(text):
@@ -60,6 +61,11 @@ def fold(text):
     return re.sub(r"\s+", " ", text.replace("**", "").replace("`", "")).strip()
 
 
+def number(text):
+    """'1,234.5' -> 1234.5."""
+    return float(text.replace(",", ""))
+
+
 def values(claims, found, problems):
     """The named numbers of one claims file, read from the blocks, then the derived ones."""
     vals = {}
@@ -68,15 +74,22 @@ def values(claims, found, problems):
         if block is None:
             problems.append(f"value {name}: the handout has no reference block {spec['block']!r}")
             continue
+        if spec.get("all"):  # every match: a list of numbers, or of tuples for several groups
+            rows = [tuple(number(g) for g in m.groups()) for m in re.finditer(spec["pattern"], block, flags=re.M)]
+            if not rows:
+                problems.append(f"value {name}: pattern {spec['pattern']!r} not found in block {spec['block']!r}")
+                continue
+            vals[name] = [r[0] if len(r) == 1 else r for r in rows]
+            continue
         m = re.search(spec["pattern"], block, flags=re.M)
         if not m:
             problems.append(f"value {name}: pattern {spec['pattern']!r} not found in block {spec['block']!r}")
             continue
-        vals[name] = float(m.group(1).replace(",", ""))
+        vals[name] = number(m.group(1))
     for name, expr in claims.get("derived", {}).items():
         try:
-            vals[name] = eval(expr, {"__builtins__": {}, **SAFE}, dict(vals))  # our own files, not input
-        except (NameError, ZeroDivisionError, TypeError) as e:
+            vals[name] = eval(expr, {"__builtins__": {}, **SAFE, **vals})  # our own files, not input
+        except (NameError, ZeroDivisionError, TypeError, IndexError, ValueError) as e:
             problems.append(f"derived {name} = {expr}: {e}")
     return vals
 
@@ -92,8 +105,14 @@ def check_claim(claim, vals, files, problems):
     if fold(sentence) not in files[where]:
         problems.append(f"{where} no longer says: {sentence!r} (the numbers come from the reference block; "
                         "rerun tools/reference-runs, then mend the sentence or its claims.toml entry)")
-    if "holds" in claim and not eval(claim["holds"], {"__builtins__": {}, **SAFE}, dict(vals)):
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in vals.items() if re.search(rf"\b{k}\b", claim["holds"]))
+    try:
+        holds = "holds" not in claim or eval(claim["holds"], {"__builtins__": {}, **SAFE, **vals})
+    except (NameError, ZeroDivisionError, TypeError, IndexError, ValueError) as e:
+        problems.append(f"{where}: {sentence!r}: its condition {claim['holds']} fails to evaluate: {e}")
+        return
+    if not holds:
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in vals.items() if re.search(rf"\b{k}\b", claim["holds"]))
         problems.append(f"{where}: {sentence!r} no longer follows: {claim['holds']} is false ({shown})")
 
 
