@@ -8,7 +8,7 @@
 # The arguments are parsed once first, in one process (PDLAB_ARGS_ONLY=1):
 # --help, and bad input's one message and exit 2, come from the program alone
 # before any rank starts. Then, in the open:
-#   mpirun -n RANKS --oversubscribe [--allow-run-as-root] PROGRAM ARGS...
+#   mpirun -n RANKS --oversubscribe --bind-to none [--allow-run-as-root] PROGRAM ARGS...
 # --oversubscribe: more ranks than cores is the normal case on a laptop. As
 # root Open MPI wants to be told.
 set -euo pipefail
@@ -32,7 +32,9 @@ command -v mpirun >/dev/null || {
   exit 2
 }
 
-launch=(mpirun -n "$(lab_ranks "$@")" --oversubscribe)
+# --bind-to none: Open MPI pins each rank to one core when there are at most two,
+# so a lone rank's OpenMP threads (--ranks 1 --threads 2) would share one core.
+launch=(mpirun -n "$(lab_ranks "$@")" --oversubscribe --bind-to none)
 [[ $(id -u) -ne 0 ]] || launch+=(--allow-run-as-root)
 printf '\033[1mkit:\033[0m %s\n' "${launch[*]} $prog $*" >&2
 exec "${launch[@]}" "$prog" "$@"
