@@ -41,7 +41,7 @@ MACHINE = re.compile(r"\(reference machine: .+, kernels .+, \d+ cores, DRAM read
                      r"load average [\d.]+ before, other processes (?P<others>[\d.]+) cores during")
 MAX_OTHER_CORES = 0.05
 SAFE = {"abs": abs, "min": min, "max": max, "round": round, "len": len, "sorted": sorted, "all": all, "any": any,
-        "zip": zip, "sum": sum, "math": math}
+        "zip": zip, "sum": sum, "int": int, "dict": dict, "math": math}
 
 
 def blocks(text):
