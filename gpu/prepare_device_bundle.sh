@@ -38,7 +38,7 @@ packages=(
     meson ninja-build pkgconf pkgconf-bin libpkgconf3
     libfmt-dev libfmt9 nlohmann-json3-dev libcli11-dev doctest-dev
     libhwy-dev libhwy1 libdnnl-dev libdnnl2 ocl-icd-libopencl1
-    libpcre2-dev libpcre2-8-0 libgomp1
+    libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libgomp1
     libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1
 )
 # Left visible in the dry run: this machine's own tools (gcc, grep, python3,

@@ -20,9 +20,19 @@ struct PreTokenizerStep {
     bool add_prefix_space = false;  // ByteLevel: prepend ' ' to a piece not starting with one
     std::optional<Regex> split;     // split each piece at the matches ...
     bool remove_matches = false;    // ... keeping the matches (Isolated) or dropping them (Removed)
+    // Metaspace (SentencePiece): each ' ' becomes `metaspace` ("▁"), which
+    // is put in front of a piece not starting with it (always, or only for
+    // the piece at the start of the whole text), and the piece is split
+    // before each `metaspace` when metaspace_split.
+    std::string metaspace;  // empty: not a Metaspace step
+    enum class Prepend { never, first, always } prepend = Prepend::never;
+    bool metaspace_split = false;
 };
 
 // Replaces `pieces` by what `step` makes of each of them, in order.
-void apply_step(const PreTokenizerStep& step, std::vector<std::string>& pieces, MatchData& md);
+// at_text_start: pieces[0] begins at the start of the text being encoded
+// (not after an added token), which Metaspace's "first" scheme asks.
+void apply_step(const PreTokenizerStep& step, std::vector<std::string>& pieces, MatchData& md,
+                bool at_text_start);
 
 }  // namespace pd::tok

@@ -1,11 +1,15 @@
-// Byte-level BPE as Hugging Face `tokenizers` runs it, in the same order:
+// BPE as Hugging Face `tokenizers` runs it, in the same order:
 //   1. split the text around added tokens (special tokens such as <|endoftext|>;
 //      added_tokens.hpp),
-//   2. pre-tokenize each remaining segment into pieces (regex splits;
+//   2. normalize each remaining segment (normalizer.hpp) and split it around
+//      the added tokens that are matched on normalized text,
+//   3. pre-tokenize what is left into pieces (regex splits, Metaspace;
 //      pretokenizer.hpp),
-//   3. merge the bytes of each piece by rank (BPE; bpe.cpp).
+//   4. merge the bytes or characters of each piece by rank (BPE; bpe.cpp).
 // The tables all three read are in tokenizer_data.hpp, filled from the file
 // by tokenizer_json.cpp. Encoding and decoding work on raw bytes throughout.
+// Decoding joins each token's text (tokenizer_json.cpp applied the decoder's
+// per-token rules to it) after the rules for the start of a text.
 #include "io/tokenizer.hpp"
 
 #include "common.hpp"
@@ -50,46 +54,61 @@ Tokenizer Tokenizer::bytes(int vocab_size) {
     return Tokenizer(std::move(d));
 }
 
-namespace {
-
-// The text split around added tokens: those matched on the raw text, then
-// (after the identity normalization) the normalized ones in what is left.
-std::vector<tok::Segment> split_added(const Tokenizer::Data& d, std::string_view text) {
-    std::vector<tok::Segment> raw, segments;
-    d.raw_added.split(text, raw);
-    for (const tok::Segment& s : raw) {
-        if (s.id >= 0)
-            segments.push_back(s);
-        else
-            d.normalized_added.split(s.text, segments);
-    }
-    return segments;
-}
-
-}  // namespace
-
 std::vector<int> Tokenizer::encode(std::string_view text) const {
     const Data& d = *d_;
     std::vector<int> ids;
     ids.reserve(text.size() / 3);
     tok::MatchData md = tok::new_match_data();
+    std::vector<tok::Segment> raw, segments;
     std::vector<std::string> pieces;
-    for (const tok::Segment& s : split_added(d, text)) {
+    std::string normalized;
+    d.raw_added.split(text, raw);
+    for (const tok::Segment& s : raw) {
         if (s.id >= 0) {
             ids.push_back(s.id);
             continue;
         }
-        pieces.assign(1, std::string(s.text));
-        for (const tok::PreTokenizerStep& step : d.pre_tokenizer) tok::apply_step(step, pieces, md);
-        for (const std::string& p : pieces) d.merge_piece(p, ids);
+        normalized.assign(s.text);
+        tok::normalize(d.normalizer, normalized, md);
+        segments.clear();
+        d.normalized_added.split(normalized, segments);
+        for (const tok::Segment& n : segments) {
+            if (n.id >= 0) {
+                ids.push_back(n.id);
+                continue;
+            }
+            bool at_text_start = s.text.data() == text.data() && n.text.data() == normalized.data();
+            pieces.assign(1, std::string(n.text));
+            for (const tok::PreTokenizerStep& step : d.pre_tokenizer) tok::apply_step(step, pieces, md, at_text_start);
+            for (const std::string& p : pieces) d.merge_piece(p, ids);
+        }
     }
     return ids;
 }
 
 std::string Tokenizer::decode(std::span<const int> ids) const {
     std::string out;
-    for (int id : ids) out += d_->bytes_of(id);
+    DecodeState state;
+    for (int id : ids) decode_next(id, state, out);
     return out;
+}
+
+void Tokenizer::decode_next(int id, DecodeState& state, std::string& out) const {
+    const Data& d = *d_;
+    const tok::DecoderRules& rules = d.decoder;
+    std::string text = d.bytes_of(id);
+    // Metaspace's first token loses its replacements, which the pieces
+    // already hold as spaces (a byte token's own space stays).
+    bool byte_token = text.size() == 1 && d.byte_ids[static_cast<unsigned char>(text[0])] == id;
+    if (state.first && rules.metaspace_first && !byte_token) std::erase(text, ' ');
+    state.first = false;
+    std::size_t cut = 0;
+    while (!state.started && state.stripped < rules.strip_start && text.compare(cut, rules.strip.size(), rules.strip) == 0) {
+        cut += rules.strip.size();
+        ++state.stripped;
+    }
+    if (cut < text.size()) state.started = true;
+    out.append(text, cut);
 }
 
 std::string Tokenizer::token_bytes(int id) const { return d_->bytes_of(id); }
@@ -107,7 +126,7 @@ int Tokenizer::token_id(std::string_view content) const {
 // --- StreamDecoder ------------------------------------------------------------
 
 std::string StreamDecoder::push(int id) {
-    pending_ += tok_.token_bytes(id);
+    tok_.decode_next(id, state_, pending_);
     return take_complete(false);
 }
 

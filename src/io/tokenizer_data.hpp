@@ -10,10 +10,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "io/added_tokens.hpp"
 #include "io/bpe.hpp"
+#include "io/normalizer.hpp"
 #include "io/pretokenizer.hpp"
 #include "io/tokenizer.hpp"
 
@@ -30,6 +32,19 @@ using StringMap = std::unordered_map<std::string, int, StringHash, std::equal_to
 
 // What an unused id decodes to: "<|id|>".
 std::string placeholder(int id);
+
+// What the decoder does to each token's text and to the start of the text
+// (tokenizer_components.cpp reads it; tokenizer_json.cpp applies the
+// per-token rules to the pieces once; tokenizer.cpp the rest).
+struct DecoderRules {
+    bool byte_level = false;                                  // ByteLevel: keys spell bytes
+    std::vector<std::pair<std::string, std::string>> replace;  // Replace, per token, in order
+    bool byte_fallback = false;                               // ByteFallback: "<0xNN>" is the byte NN
+    std::string metaspace;            // Metaspace: this becomes ' ' in each token ...
+    bool metaspace_first = false;     // ... except in the first, which loses it (prepend_scheme not never)
+    std::string strip;                // Strip after Fuse: up to strip_start leading `strip`
+    int strip_start = 0;              //   characters of the whole text are dropped
+};
 
 }  // namespace tok
 
@@ -49,7 +64,16 @@ struct Tokenizer::Data {
     bool fuse_unk = false;
     tok::AddedTokenMatcher raw_added;         // matched in the text as given
     tok::AddedTokenMatcher normalized_added;  // matched after normalization
+    std::vector<tok::NormalizerStep> normalizer;
     std::vector<tok::PreTokenizerStep> pre_tokenizer;
+    // byte_level: vocabulary keys spell bytes in GPT-2's alphabet and BPE
+    // starts from one symbol per byte (byte_ids). Otherwise (SentencePiece
+    // style) keys are text and BPE starts from one symbol per character,
+    // found in vocab_ids; a character outside the vocabulary becomes the
+    // "<0xNN>" tokens of its bytes (byte_ids) under byte_fallback, else unk.
+    bool byte_level = true;
+    bool byte_fallback = false;
+    tok::DecoderRules decoder;
 
     // Throws UserError for an id outside 0..vocab_size-1 (tokenizer.cpp).
     std::string bytes_of(int id) const;

@@ -14,6 +14,8 @@
 #include "common.hpp"
 #include "io/json_checked.hpp"
 #include "io/model_file.hpp"
+#include "io/tokenizer_components.hpp"
+#include "io/tokenizer_config.hpp"
 #include "io/utf8.hpp"
 
 namespace pd::tok {
@@ -23,96 +25,21 @@ namespace {
 using json = Json;
 using KeyIds = std::unordered_map<std::string, int>;  // vocabulary keys as spelled in the file -> id
 
-constexpr const char* kSupported =
-    "the kit supports byte-level BPE tokenizers only (GPT-2, SmolLM, Llama 3, Qwen 2 style)";
-
-// Rejects every model but a plain byte-level BPE.
+// Rejects every model but BPE, and the BPE options the kit does not implement.
 void check_model(const JsonObject& model) {
     const std::string& origin = model.origin();
     std::string type = model.string_or("type", model.find("merges") ? "BPE" : "(none)");
-    if (type != "BPE") fail("{}: model type {} is not supported: {}", origin, clipped_quote(type), kSupported);
-    if (model.bool_or("byte_fallback", false))
-        fail("{}: this is a SentencePiece-style BPE (byte_fallback: true, as in Llama 2 or Mistral); {}",
-             origin, kSupported);
+    if (type != "BPE")
+        fail("{}: model type {} is not supported: the kit supports BPE tokenizers only (byte-level as in "
+             "GPT-2, Llama 3 and Qwen, or SentencePiece-style as in Llama 2 and Mistral)",
+             origin, clipped_quote(type));
+    only_fields(model, {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+                        "byte_fallback", "ignore_merges", "vocab", "merges"});
     if (model.number_or("dropout", 0.0, 0.0, 1.0) > 0.0)
         fail("{}: BPE dropout makes encoding random; set \"dropout\" to null to use this tokenizer", origin);
     if (!model.string_or("continuing_subword_prefix", "").empty() ||
         !model.string_or("end_of_word_suffix", "").empty())
-        fail("{}: BPE with continuing_subword_prefix or end_of_word_suffix is not supported; {}", origin,
-             kSupported);
-}
-
-void check_normalizer(const json& n, const std::string& origin) {
-    if (n.is_null()) return;
-    JsonObject normalizer(n, origin, "normalizer");
-    std::string type = normalizer.string("type");
-    if (type == "Sequence") {
-        for (const json& sub : normalizer.array("normalizers")) check_normalizer(sub, origin);
-    } else if (type != "NFC") {
-        // NFC is taken as the identity (see tokenizer.hpp); anything else
-        // would silently change which tokens the text becomes.
-        fail("{}: normalizer {} is not supported ({}, whose normalizer is none or NFC)", origin,
-             clipped_quote(type), kSupported);
-    }
-}
-
-void check_decoder(const json& d, const std::string& origin) {
-    if (d.is_null()) return;
-    std::string type = JsonObject(d, origin, "decoder").string("type");
-    if (type != "ByteLevel")
-        fail("{}: decoder {} is not supported ({}, decoder ByteLevel)", origin, clipped_quote(type), kSupported);
-}
-
-// A Split pre-tokenizer: a Regex or String pattern whose matches are kept as
-// pieces of their own (Isolated) or dropped (Removed).
-PreTokenizerStep split_step(const JsonObject& p) {
-    const std::string& origin = p.origin();
-    PreTokenizerStep step;
-    JsonObject pattern = p.object("pattern");
-    if (pattern.find("Regex")) {
-        step.split.emplace(pattern.string("Regex"), origin);
-    } else {
-        step.split.emplace(pattern.string("String"), origin, /*literal=*/true);
-    }
-    std::string behavior = p.string("behavior");
-    if (behavior != "Isolated" && behavior != "Removed")
-        fail("{}: Split behavior {} is not supported (only Isolated and Removed)", origin,
-             clipped_quote(behavior));
-    if (p.bool_or("invert", false))
-        fail("{}: Split with \"invert\": true is not supported", origin);
-    step.remove_matches = behavior == "Removed";
-    return step;
-}
-
-// Flattens the pre_tokenizer into steps; ByteLevel must come last because the
-// steps after it would see bytes spelled in the byte alphabet.
-void add_pre_tokenizer(const json& p, const std::string& origin, std::vector<PreTokenizerStep>& steps,
-                       bool& byte_level) {
-    if (p.is_null()) return;
-    JsonObject pre(p, origin, "pre_tokenizer");
-    std::string type = pre.string("type");
-    if (byte_level)
-        fail("{}: pre-tokenizer {} comes after ByteLevel, which the kit does not support "
-             "(ByteLevel must be the last one)",
-             origin, clipped_quote(type));
-    PreTokenizerStep step;
-    if (type == "Sequence") {
-        for (const json& sub : pre.array("pretokenizers")) add_pre_tokenizer(sub, origin, steps, byte_level);
-        return;
-    } else if (type == "ByteLevel") {
-        byte_level = true;
-        step.add_prefix_space = pre.bool_or("add_prefix_space", true);
-        if (pre.bool_or("use_regex", true)) step.split.emplace(kGpt2Pattern, origin);
-    } else if (type == "Split") {
-        step = split_step(pre);
-    } else if (type == "Digits") {
-        step.split.emplace(pre.bool_or("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)", origin);
-    } else {
-        fail("{}: pre-tokenizer {} is not supported ({}: ByteLevel, optionally after Split and "
-             "Digits in a Sequence)",
-             origin, clipped_quote(type), kSupported);
-    }
-    steps.push_back(std::move(step));
+        fail("{}: BPE with continuing_subword_prefix or end_of_word_suffix is not supported", origin);
 }
 
 // A merge is "left right" (older files) or ["left", "right"] (newer ones).
@@ -161,6 +88,7 @@ std::vector<AddedToken> read_added_tokens(const JsonObject& j, Tokenizer::Data& 
     std::vector<AddedToken> added;
     for (const json& token : j.array_or_empty("added_tokens")) {
         JsonObject t(token, origin, fmt::format("added_tokens[{}]", added.size()));
+        only_fields(t, {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"});
         std::string content = t.string("content");
         if (content.empty()) fail("{}: an added token has empty content", origin);
         int id = int(t.integer("id", 0, kMaxId - 1));
@@ -173,7 +101,58 @@ std::vector<AddedToken> read_added_tokens(const JsonObject& j, Tokenizer::Data& 
     return added;
 }
 
-// The bytes of every id below d.vocab_size, and the lookups from bytes and
+// A vocabulary key as raw bytes: a byte-level key is translated from the byte
+// alphabet (nullopt: it uses a character outside it); any other is text.
+std::optional<std::string> key_bytes(const Tokenizer::Data& d, const std::string& key) {
+    return d.byte_level ? key_to_bytes(key) : std::optional<std::string>(key);
+}
+
+// "<0xNN>": SentencePiece's spelling of the byte NN (its byte fallback).
+std::string byte_token(int b) { return fmt::format("<0x{:02X}>", b); }
+
+// What the decoder makes of one token on its own (DecoderRules' per-token
+// rules): a byte token under ByteFallback is its byte; Replace and Metaspace
+// rewrite the rest. (A Metaspace decoder also treats the first token of a
+// text apart: tokenizer.cpp.)
+std::string decoded_piece(const Tokenizer::Data& d, const std::string& text, bool byte_token_) {
+    if (byte_token_) return text;
+    std::string out = text;
+    auto replace_all = [&](const std::string& from, const std::string& to) {
+        for (std::size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size()))
+            out.replace(at, from.size(), to);
+    };
+    for (const auto& [from, to] : d.decoder.replace) replace_all(from, to);
+    if (!d.decoder.metaspace.empty()) replace_all(d.decoder.metaspace, " ");
+    return out;
+}
+
+// A Metaspace decoder drops every replacement character of a text's first
+// token; the kit decodes that token by dropping its spaces, which is the same
+// unless a key holds a space of its own.
+void check_metaspace_first(const Tokenizer::Data& d, const KeyIds& key_ids, const std::string& origin) {
+    if (!d.decoder.metaspace_first) return;
+    for (const auto& [key, id] : key_ids)
+        if (key.find(' ') != std::string::npos)
+            fail("{}: the vocabulary entry {} holds a space, which the kit cannot tell apart from a Metaspace "
+                 "replacement when decoding",
+                 origin, clipped_quote(key));
+}
+
+// The single-byte token of each byte: by its key in the byte alphabet, or
+// (SentencePiece style) its "<0xNN>" token.
+void fill_byte_ids(Tokenizer::Data& d, const KeyIds& key_ids) {
+    for (int b = 0; b < 256; ++b) {
+        std::string key;
+        if (d.byte_level)
+            append_utf8(key, byte_chars()[b]);
+        else
+            key = byte_token(b);
+        auto it = key_ids.find(key);
+        d.byte_ids[b] = it == key_ids.end() ? -1 : it->second;
+    }
+}
+
+// The text of every id below d.vocab_size, and the lookups from raw bytes and
 // from added-token content back to ids.
 void fill_pieces(Tokenizer::Data& d, const KeyIds& key_ids, const std::vector<AddedToken>& added) {
     d.vocab_ids.reserve(key_ids.size());
@@ -182,28 +161,21 @@ void fill_pieces(Tokenizer::Data& d, const KeyIds& key_ids, const std::vector<Ad
     for (const auto& [key, id] : key_ids) {
         // A key outside the byte alphabet decodes to its own UTF-8, as in HF's
         // ByteLevel decoder, but no text can encode to it directly.
-        std::optional<std::string> bytes = key_to_bytes(key);
-        d.pieces[id] = bytes ? *bytes : key;
+        std::optional<std::string> bytes = key_bytes(d, key);
+        d.pieces[id] = decoded_piece(d, bytes ? *bytes : key, false);
         used[id] = true;
         if (bytes) d.vocab_ids.emplace(*bytes, id);
     }
+    if (d.decoder.byte_fallback)
+        for (int b = 0; b < 256; ++b)
+            if (d.byte_ids[b] >= 0) d.pieces[d.byte_ids[b]] = std::string(1, char(b));
     for (const AddedToken& t : added) {
-        d.pieces[t.id] = t.content;
+        d.pieces[t.id] = decoded_piece(d, t.content, false);
         used[t.id] = true;
         d.added_ids.emplace(t.content, t.id);
     }
     for (int id = 0; id < d.vocab_size; ++id)
         if (!used[id]) d.pieces[id] = placeholder(id);
-}
-
-// The single-byte token of each byte, found by its key in the byte alphabet.
-void fill_byte_ids(Tokenizer::Data& d, const KeyIds& key_ids) {
-    for (int b = 0; b < 256; ++b) {
-        std::string key;
-        append_utf8(key, byte_chars()[b]);
-        auto it = key_ids.find(key);
-        d.byte_ids[b] = it == key_ids.end() ? -1 : it->second;
-    }
 }
 
 // model.merges (absent: a BPE without merges), line `rank` -> MergeRule.
@@ -228,7 +200,7 @@ void read_merges(const JsonObject& model, const KeyIds& key_ids, Tokenizer::Data
 }
 
 // The BPE model's options: unk_token (which must be in the vocabulary),
-// fuse_unk, ignore_merges.
+// fuse_unk, byte_fallback, ignore_merges.
 void read_bpe_options(const JsonObject& model, const KeyIds& key_ids, Tokenizer::Data& d) {
     std::string unk = model.string_or("unk_token", "");
     if (!unk.empty()) {
@@ -238,6 +210,7 @@ void read_bpe_options(const JsonObject& model, const KeyIds& key_ids, Tokenizer:
         d.unk_id = it->second;
     }
     d.fuse_unk = model.bool_or("fuse_unk", false);
+    d.byte_fallback = model.bool_or("byte_fallback", false);
     d.ignore_merges = model.bool_or("ignore_merges", false);
 }
 
@@ -245,17 +218,19 @@ void read_bpe_options(const JsonObject& model, const KeyIds& key_ids, Tokenizer:
 std::shared_ptr<Tokenizer::Data> load(const JsonObject& j) {
     const std::string& origin = j.origin();
     auto d = std::make_shared<Tokenizer::Data>();
+    only_fields(j, {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "model",
+                    "post_processor", "decoder"});
+    // Both cut or pad what encode() returns in HF; the kit's encode never does.
+    for (const char* key : {"truncation", "padding"})
+        if (j.find(key)) fail("{}: {} is set; the kit supports only \"{}\": null", origin, key, key);
     JsonObject model = j.object("model");
     check_model(model);
-    check_normalizer(j.value_or_null("normalizer"), origin);
-    check_decoder(j.value_or_null("decoder"), origin);
-    bool byte_level = false;
-    add_pre_tokenizer(j.value_or_null("pre_tokenizer"), origin, d->pre_tokenizer,
-                      byte_level);
-    if (!byte_level) fail("{}: there is no ByteLevel pre-tokenizer; {}", origin, kSupported);
-
+    d->normalizer = read_normalizer(j.value_or_null("normalizer"), origin);
+    d->pre_tokenizer = read_pre_tokenizer(j.value_or_null("pre_tokenizer"), origin, d->byte_level);
+    d->decoder = read_decoder(j.value_or_null("decoder"), origin, d->byte_level);
     int max_id = -1;
     KeyIds key_ids = read_vocab(model.value_or_null("vocab"), origin, max_id);
+    check_metaspace_first(*d, key_ids, origin);
     std::vector<AddedToken> added = read_added_tokens(j, *d, max_id);
     // Every id below vocab_size gets a piece; real vocabularies are dense, so
     // ids far past the entry count are refused rather than filled with
@@ -265,11 +240,11 @@ std::shared_ptr<Tokenizer::Data> load(const JsonObject& j) {
         fail("{}: token ids reach {} but there are only {} tokens; the ids of a vocabulary are 0..size-1",
              origin, max_id, entries);
     d->vocab_size = max_id + 1;
-    fill_pieces(*d, key_ids, added);
     fill_byte_ids(*d, key_ids);
+    fill_pieces(*d, key_ids, added);
     read_merges(model, key_ids, *d);
     read_bpe_options(model, key_ids, *d);
-    d->kind = fmt::format("byte-level BPE ({} merges)", d->merges.size());
+    d->kind = fmt::format("{} BPE ({} merges)", d->byte_level ? "byte-level" : "SentencePiece-style", d->merges.size());
     return d;
 }
 
@@ -293,7 +268,10 @@ std::shared_ptr<Tokenizer::Data> read_tokenizer_json(const std::filesystem::path
         fail("{} is a folder; pass the tokenizer.json file inside it", origin);
     std::string text = read_regular_file(tokenizer_json, kMaxJsonFileBytes,
                                          "; pass a Hugging Face tokenizer.json");
-    return read_tokenizer_json_text(text, origin);
+    auto d = read_tokenizer_json_text(text, origin);
+    std::filesystem::path config = tokenizer_json.parent_path() / "tokenizer_config.json";
+    if (std::filesystem::exists(config, ec)) check_tokenizer_config(config);
+    return d;
 }
 
 }  // namespace pd::tok

@@ -63,6 +63,15 @@ void append_utf8(std::string& out, char32_t cp) {
     }
 }
 
+std::size_t valid_run_end(std::string_view s, std::size_t i) {
+    while (i < s.size()) {
+        Utf8Char c = next_utf8(s, i);
+        if (c.status != Utf8Char::ok) break;
+        i += c.len;
+    }
+    return i;
+}
+
 bool is_white_space(char32_t c) {
     return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||

@@ -23,6 +23,9 @@ struct Utf8Char {
 // Decodes the character starting at s[i] (i < s.size()), rejecting overlong
 // forms, surrogates and code points above U+10FFFF.
 Utf8Char next_utf8(std::string_view s, std::size_t i);
+// The end of the longest run of valid characters starting at s[i] (i itself
+// when s[i] does not start one).
+std::size_t valid_run_end(std::string_view s, std::size_t i);
 // The valid character that ends at s[end], if any.
 std::optional<Utf8Char> prev_utf8(std::string_view s, std::size_t end);
 void append_utf8(std::string& out, char32_t cp);

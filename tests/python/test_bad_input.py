@@ -336,6 +336,15 @@ def with_tokenizer(text):
     return f
 
 
+def with_tokenizer_config(text):
+    def f(d):
+        with_tokenizer(tiny_tokenizer_json())(d)
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as fh:
+            fh.write(text)
+        return d
+    return f
+
+
 def raw_config_text(d, text):
     good_llama(d)
     with open(os.path.join(d, "config.json"), "w") as f:
@@ -507,6 +516,11 @@ CASES = [
     ("tokenizer_vocab_id_string", with_tokenizer(tiny_tokenizer_json(vocab=', "z": "9"')), "info", [],
      r"vocab|id"),
     ("tokenizer_merge_number", with_tokenizer(tiny_tokenizer_json(merges=", 7")), "info", [], r"merge"),
+    ("tokenizer_unknown_normalizer",
+     with_tokenizer(tiny_tokenizer_json()[:-1] + ', "normalizer": {"type": "Precompiled", "precompiled_charsmap": ""}}'),
+     "info", [], r'normalizer "Precompiled" is not supported'),
+    ("tokenizer_config_split_special", with_tokenizer_config('{"split_special_tokens": true}'), "info", [],
+     r"split_special_tokens"),
     ("shard_dotdot", mk_shard_dotdot, "info", [], r"outside|inside|folder"),
     ("shard_absolute", mk_shard_absolute, "info", [], r"outside|inside|folder"),
     ("shard_symlink_escape", mk_shard_symlink, "info", [], r"outside|inside|folder"),

@@ -359,13 +359,16 @@ TEST_CASE("engine.tokenizer.bad_json") {
         return load_error(j);
     };
     contains(variant([](json& j) { j["model"]["type"] = "Unigram"; }), "\"Unigram\" is not supported");
-    contains(variant([](json& j) { j["model"]["type"] = "WordPiece"; }), "byte-level BPE");
-    contains(variant([](json& j) { j["model"]["byte_fallback"] = true; }), "SentencePiece");
+    contains(variant([](json& j) { j["model"]["type"] = "WordPiece"; }), "BPE tokenizers only");
+    contains(variant([](json& j) { j["model"]["vocab_extra"] = 1; }), "model.vocab_extra: the field \"vocab_extra\"");
+    contains(variant([](json& j) { j["truncation"] = {{"max_length", 8}}; }), "truncation is set");
     contains(variant([](json& j) { j["model"]["dropout"] = 0.1; }), "dropout");
-    contains(variant([](json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }), "\"Lowercase\"");
-    contains(variant([](json& j) { j["decoder"] = {{"type", "Metaspace"}}; }), "decoder \"Metaspace\"");
+    contains(variant([](json& j) { j["normalizer"] = {{"type", "BertNormalizer"}}; }), "normalizer \"BertNormalizer\"");
+    contains(variant([](json& j) { j["normalizer"] = {{"type", "NFC"}, {"form", 1}}; }), "the field \"form\"");
+    contains(variant([](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }), "decoder \"WordPiece\"");
+    contains(variant([](json& j) { j["decoder"] = {{"type", "Fuse"}}; }), "the decoder is not");
     contains(variant([](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }), "\"Whitespace\"");
-    contains(variant([](json& j) { j["pre_tokenizer"] = nullptr; }), "no ByteLevel");
+    contains(variant([](json& j) { j["pre_tokenizer"] = nullptr; }), "the pre-tokenizer is not");
     contains(variant([](json& j) {
                  j["pre_tokenizer"] = {{"type", "Sequence"},
                                        {"pretokenizers", {j["pre_tokenizer"], {{"type", "Digits"}}}}};
@@ -398,7 +401,7 @@ TEST_CASE("engine.tokenizer.bad_json") {
     contains(deep_error, "nested deeper than 64 levels");
     CHECK_MESSAGE(deep_error.size() < 300, "the message echoes the input: ", deep_error.substr(0, 300));
 
-    // Accepted: NFC (as the identity) and a BPE without merges.
+    // Accepted: NFC and a BPE without merges.
     CHECK(variant([](json& j) { j["normalizer"] = {{"type", "NFC"}}; }) == "");
     CHECK(variant([](json& j) {
               j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}};
