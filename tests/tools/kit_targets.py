@@ -8,7 +8,9 @@ labs/trackN/NN-name/NN-name, pdlab as src/pdlab/pdlab, the grader as
 tools/grade/pdlab-grade. Each must be a ninja target (a lab whose program is
 not configured here, 09 and 16 without Open MPI, is left out: ./kit says so
 itself), and ninja's plan for lab 03 (a dry run: nothing is built) must hold
-its program and not the unit tests, pdlab or the other labs.
+its program and not the unit tests, pdlab or the other labs. tools/suite-targets
+(./kit test SUITE, CI's sanitizer build) must list what the selected suites run
+and nothing else, and refuse an unknown suite with exit 2.
 """
 import argparse
 import glob
@@ -19,6 +21,35 @@ import sys
 
 def ninja(build, *args):
     return subprocess.run(["ninja", "-C", build, *args], capture_output=True, text=True)
+
+
+def suite_targets(kit, build, *args):
+    return subprocess.run([sys.executable, os.path.join(kit, "tools/suite-targets"), build, *args],
+                          capture_output=True, text=True)
+
+
+def check_suite_targets(kit, build):
+    bad = []
+    asan = suite_targets(kit, build, "engine", "labs", "--no-suite", "isa", "cli")
+    listed = set(asan.stdout.split())
+    if asan.returncode != 0 or "tests/unit_tests" not in listed \
+            or "labs/track1/03-cache-and-gqa/lab03_tests" not in listed:
+        bad.append(f"suite-targets engine labs: {asan.returncode} {sorted(listed)} {asan.stderr}")
+    for outsider in ("src/pdlab/pdlab", "tests/tools/lab03_hardcoder_tests", "tools/grade/pdlab-grade"):
+        if outsider in listed:
+            bad.append(f"suite-targets engine labs --no-suite isa cli lists {outsider}")
+    # The handout tests run programs found through the build folder (their depends
+    # name them); they exist only in a build of the solutions (exit 2 elsewhere).
+    handouts = suite_targets(kit, build, "handouts")
+    wanted = {"src/pdlab/pdlab", "labs/track1/03-cache-and-gqa/03-cache-and-gqa"}
+    if handouts.returncode == 0 and not wanted <= set(handouts.stdout.split()):
+        bad.append(f"suite-targets handouts lacks pdlab or lab 03's program: {handouts.stdout.split()}")
+    if suite_targets(kit, build, "layers").stdout:
+        bad.append("suite-targets layers lists targets: its one test runs a script on the sources")
+    unknown = suite_targets(kit, build, "no-such-suite")
+    if unknown.returncode != 2 or "no suite no-such-suite" not in unknown.stderr:
+        bad.append(f"suite-targets no-such-suite: exit {unknown.returncode}, {unknown.stderr!r}")
+    return bad
 
 
 def main():
@@ -47,6 +78,7 @@ def main():
             bad.append(f"building lab 03 also builds {outsider}")
     if f"-o {lab03} " not in plan.stdout:
         bad.append(f"ninja's plan for lab 03 does not link {lab03}")
+    bad += check_suite_targets(a.kit, a.build)
     for b in bad:
         print("FAIL:", b)
     if not bad:
