@@ -555,7 +555,8 @@ TEST_CASE("lab04.arrivals.realise_the_labelled_rate") {
             }
             // Still Poisson-shaped: the gaps differ (bursts and quiet spells), the first request at 0.
             CHECK(gaps.front() == 0);
-            if (n > 2) CHECK(*std::min_element(gaps.begin() + 1, gaps.end()) < *std::max_element(gaps.begin(), gaps.end()));
+            if (n > 2)
+                CHECK(*std::min_element(gaps.begin() + 1, gaps.end()) < *std::max_element(gaps.begin(), gaps.end()));
         }
         CHECK_MESSAGE(unit_gaps(seed, 8) != unit_gaps(seed + 1, 8), "another seed, other gaps");
     }
