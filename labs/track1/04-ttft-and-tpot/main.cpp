@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "arrivals.hpp"
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "engine/sampler.hpp"
@@ -198,15 +199,6 @@ Service serve(Engine& e, const Tokenizer& tok, const RequestSpec& r, SamplerConf
     return s;
 }
 
-// Arrival times for `n` requests at `rate` requests/s (inf: all at 0), from
-// unit-rate exponential gaps so that every rate reuses the same random draws.
-std::vector<double> arrivals(const std::vector<double>& unit_gaps, double rate) {
-    std::vector<double> a(unit_gaps.size(), 0.0);
-    if (std::isinf(rate)) return a;
-    for (std::size_t i = 1; i < a.size(); i++) a[i] = a[i - 1] + unit_gaps[i] / rate * 1000.0;
-    return a;
-}
-
 // One run on the virtual clock: your schedule, then your metrics per request.
 struct Timeline {
     std::vector<Scheduled> sch;
@@ -353,16 +345,6 @@ std::vector<Service> serve_all(Engine& e, const Tokenizer& tok, const std::vecto
         svc.push_back(serve(e, tok, reqs[i], o.sampler, o.stop_at_eos));
     }
     return svc;
-}
-
-// Arrivals: a Poisson process is exponential gaps, seeded; drawn at unit rate
-// so that every rate of the sweep reuses the same draws.
-std::vector<double> unit_gaps(const Options& o) {
-    std::mt19937_64 arr_rng(o.seed);
-    std::exponential_distribution<double> unit(1.0);
-    std::vector<double> gaps(std::size_t(o.requests), 0.0);
-    for (std::size_t i = 1; i < gaps.size(); i++) gaps[i] = unit(arr_rng);
-    return gaps;
 }
 
 double mean_service_ms(const std::vector<Service>& svc) {
@@ -597,7 +579,7 @@ int run(const Options& o) {
     const bool auto_rate = rate == 0.0;
     if (auto_rate) rate = o.load * capacity;
     const Slo slo = parse_slo(o, mean_service);
-    const std::vector<double> gaps = unit_gaps(o);
+    const std::vector<double> gaps = unit_gaps(o.seed, o.requests);  // arrivals.hpp
     Timeline t = simulate(svc, arrivals(gaps, rate));
     Report rep = summarize_run(svc, t);
 

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "arrivals.hpp"
 #include "check.hpp"
 #include "exercise.hpp"
 #include "lab_test.hpp"
@@ -532,4 +533,33 @@ TEST_CASE("lab04.goodput.bad_input_throws") {
     add_request(instant, seeded_offset(), 0, {0});
     CHECK_THROWS_AS_MESSAGE(goodput(instant.sch, instant.m, Slo{}), std::invalid_argument,
                             "a run whose first arrival is its last token took 0 s: no rate");
+}
+
+// --- the program's arrival trace (arrivals.hpp, the kit's side) ----------------
+
+TEST_CASE("lab04.arrivals.realise_the_labelled_rate") {
+    // The program prints "Poisson, R requests/s": n requests must arrive over
+    // exactly (n - 1) / R seconds, whatever the seed, or the load it names is
+    // not the load it ran (seed 1's 32 raw draws average 0.65: load x1.5).
+    for (std::uint64_t seed : {1, 2, 3, 4, 5, 17, 1000}) {
+        for (int n : {2, 8, 32, 100}) {
+            const std::vector<double> gaps = unit_gaps(seed, n);
+            for (double rate : {26.07, 83.42, 1.0}) {
+                const std::vector<double> a = arrivals(gaps, rate);
+                REQUIRE(a.size() == std::size_t(n));
+                const double realised = (n - 1) / (a.back() / 1000.0);
+                observe("seed " + std::to_string(seed) + ", " + std::to_string(n) + " requests, rate " +
+                            std::to_string(rate), realised, {1e-9, 1e-9});
+                CHECK_MESSAGE(close(realised, rate), "seed " << seed << ", " << n << " requests at " << rate
+                                                             << "/s arrived at " << realised << "/s");
+            }
+            // Still Poisson-shaped: the gaps differ (bursts and quiet spells), the first request at 0.
+            CHECK(gaps.front() == 0);
+            if (n > 2)
+                CHECK(*std::min_element(gaps.begin() + 1, gaps.end()) < *std::max_element(gaps.begin(), gaps.end()));
+        }
+        CHECK_MESSAGE(unit_gaps(seed, 8) != unit_gaps(seed + 1, 8), "another seed, other gaps");
+    }
+    CHECK(arrivals(unit_gaps(1, 8), std::numeric_limits<double>::infinity()) == std::vector<double>(8, 0.0));
+    CHECK(unit_gaps(1, 1) == std::vector<double>{0.0});
 }

@@ -10,51 +10,56 @@
 // prompt pay the weights' read once per chunk (lower throughput, longer time
 // to its first token); a large one stalls every stream for a long step. The
 // right budget depends on the machine, the model and the load: you measure it
-// while serving. A step's time is close to a line in its tokens,
-//     t(n) = weights_ms + n * per_token_ms
-// (reading every weight once, then the arithmetic of n rows); you fit that
-// line to the steps just run and pick the largest budget it says fits.
+// while serving. A step's time is close to a line in its rows of work,
+//     t(r) = weights_ms + r * per_row_ms
+// (reading every weight once, then the arithmetic of r rows). r counts each
+// token of the step as a row, and its attention too: a chunk's rows attend to
+// the prompt cached before them, and every pairs_per_row (row, cached
+// position) pairs cost about one row's products (SloBudgetPolicy counts them).
+// You fit that line to the steps just run and say how many rows fit the target.
 //
 // The kit's SloBudgetPolicy (slo_policy.hpp) calls your two functions before
-// every step, with the last steps it timed, and hands your budget to the
-// engine's planner.
+// every step, with the last steps it timed, turns your rows into the largest
+// token budget whose step does no more work, and hands it to the engine's
+// planner.
 #pragma once
 
 #include <span>
 
 namespace pd::lab08 {
 
-// One finished step: the tokens it ran and its wall time.
+// One finished step: its rows of work (its tokens, plus its attention counted
+// in rows, rounded to a whole row) and its wall time.
 struct StepSample {
-    int tokens = 0;
+    int rows = 0;
     double ms = 0;
 };
 
-// The step-cost line t(n) = weights_ms + n * per_token_ms. known is false
-// when the samples cannot tell the slope (fewer than two distinct token counts).
+// The step-cost line t(r) = weights_ms + r * per_row_ms. known is false
+// when the samples cannot tell the slope (fewer than two distinct row counts).
 struct StepCost {
     double weights_ms = 0;
-    double per_token_ms = 0;
+    double per_row_ms = 0;
     bool known = false;
 };
 
-// Task 1: the least-squares line through the samples, (tokens, ms) as (x, y):
-//     per_token_ms = sum((x - mean x)(y - mean y)) / sum((x - mean x)^2)
-//     weights_ms   = mean y - per_token_ms * mean x
+// Task 1: the least-squares line through the samples, (rows, ms) as (x, y):
+//     per_row_ms = sum((x - mean x)(y - mean y)) / sum((x - mean x)^2)
+//     weights_ms = mean y - per_row_ms * mean x
 // and known = true. The rules for samples a line cannot describe:
-//   a. fewer than two distinct token counts (none, one, or all the same x):
+//   a. fewer than two distinct row counts (none, one, or all the same x):
 //      known = false, both numbers 0;
 //   b. a slope of 0 or less (noise: a slow small step among fast big ones):
 //      known = false, both numbers 0. A bigger step never costs less; a line
 //      that says so would send the next step to the largest budget;
 //   c. a negative intercept: weights_ms = 0 and the line through the origin,
-//      per_token_ms = sum(x y) / sum(x^2).
+//      per_row_ms = sum(x y) / sum(x^2).
 StepCost fit_step_cost(std::span<const StepSample> samples);
 
-// Task 2: the largest budget in [lo, hi] whose predicted step time,
-// weights_ms + budget * per_token_ms, is at most target_ms:
+// Task 2: the most rows in [lo, hi] whose predicted step time,
+// weights_ms + rows * per_row_ms, is at most target_ms:
 //   - cost not known: lo (the safe step; it also gives the fit a new x);
-//   - per_token_ms == 0 (every size costs weights_ms): hi when weights_ms is
+//   - per_row_ms == 0 (every size costs weights_ms): hi when weights_ms is
 //     within the target, else lo;
 //   - even lo is predicted over the target: lo (the target cannot be held;
 //     the smallest step comes closest).

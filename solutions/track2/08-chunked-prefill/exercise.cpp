@@ -12,14 +12,14 @@ namespace pd::lab08 {
 StepCost fit_step_cost(std::span<const StepSample> samples) {
     if (samples.empty()) return {};
     double mean_x = 0, mean_y = 0;
-    for (const StepSample& s : samples) mean_x += s.tokens, mean_y += s.ms;
+    for (const StepSample& s : samples) mean_x += s.rows, mean_y += s.ms;
     mean_x /= double(samples.size()), mean_y /= double(samples.size());
     double sxy = 0, sxx = 0;
     for (const StepSample& s : samples) {
-        sxy += (s.tokens - mean_x) * (s.ms - mean_y);
-        sxx += (s.tokens - mean_x) * (s.tokens - mean_x);
+        sxy += (s.rows - mean_x) * (s.ms - mean_y);
+        sxx += (s.rows - mean_x) * (s.rows - mean_x);
     }
-    // Rule a: one token count says nothing about the slope.
+    // Rule a: one row count says nothing about the slope.
     if (sxx == 0) return {};
     const double slope = sxy / sxx;
     // Rule b: noise made bigger steps look no dearer: no line to trust.
@@ -28,19 +28,19 @@ StepCost fit_step_cost(std::span<const StepSample> samples) {
     if (intercept >= 0) return {intercept, slope, true};
     // Rule c: no step costs less than nothing: the line through the origin.
     double x2 = 0, xy = 0;
-    for (const StepSample& s : samples) x2 += double(s.tokens) * s.tokens, xy += s.tokens * s.ms;
+    for (const StepSample& s : samples) x2 += double(s.rows) * s.rows, xy += s.rows * s.ms;
     return {0, xy / x2, true};
 }
 
 int budget_for_target(const StepCost& cost, double target_ms, int lo, int hi) {
     if (!(target_ms > 0)) fail("the latency target must be a positive number of ms, got {}", target_ms);
-    if (lo < 1) fail("the smallest budget must be at least 1 token, got {}", lo);
+    if (lo < 1) fail("the smallest budget must be at least 1 row, got {}", lo);
     if (lo > hi) fail("the smallest budget {} is above the largest {}", lo, hi);
     if (!cost.known) return lo;
-    if (cost.per_token_ms == 0) return cost.weights_ms <= target_ms ? hi : lo;
-    // Solve weights + B * per_token <= target for the largest whole B, in
+    if (cost.per_row_ms == 0) return cost.weights_ms <= target_ms ? hi : lo;
+    // Solve weights + R * per_row <= target for the largest whole R, in
     // doubles first: a target far above the line overflows an int.
-    const double fits = std::floor((target_ms - cost.weights_ms) / cost.per_token_ms);
+    const double fits = std::floor((target_ms - cost.weights_ms) / cost.per_row_ms);
     return int(std::clamp(fits, double(lo), double(hi)));
 }
 
