@@ -7,12 +7,15 @@
   moved_alone     pdlab copied to an empty folder                   exit 2, one line naming PDLAB_KIT
   moved_beside    copied to KIT/bin, KIT/data leading to the data   generates
   variable        moved_alone with PDLAB_KIT=the source folder      generates
+  meson_build     in BUILD/src/pdlab of a build folder outside the  generates (BUILD/meson-info names
+                  kit (pdlab-grade's WORK/build from WORK/src)       the source folder)
 
     /usr/bin/python3 tests/python/test_kit_root.py --pdlab build/src/pdlab/pdlab --source .
 
 Writes only under a temporary folder. Prints PASS/FAIL per case; exit 0 only if none failed.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -61,6 +64,15 @@ def main():
         judge("moved_beside", rc == 0, f"exit {rc}, stderr {err!r}")
         rc, err = run(alone, {"PDLAB_KIT": source})
         judge("variable", rc == 0, f"exit {rc}, stderr {err!r}")
+        build = os.path.join(tmp, "build")
+        os.makedirs(os.path.join(build, "meson-info"))
+        os.makedirs(os.path.join(build, "src", "pdlab"))
+        with open(os.path.join(build, "meson-info", "meson-info.json"), "w") as f:
+            json.dump({"directories": {"source": source, "build": build}}, f)
+        built = os.path.join(build, "src", "pdlab", "pdlab")
+        shutil.copy2(a.pdlab, built)
+        rc, err = run(built)
+        judge("meson_build", rc == 0, f"exit {rc}, stderr {err!r}")
     return 1 if failed else 0
 
 
