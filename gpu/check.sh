@@ -22,10 +22,12 @@
 #      prints), and lab 12's quantized products on the GPU
 #   9. where the 1B prefill's and decode step's time goes: each kernel's time
 #      under Nsight Compute, if ncu is there
-# and prints one summary table and each step's time. Everything, summary
-# first, goes to the report file (default docs/gpu-results.md), headed by the
-# date, the card, the driver and nvcc; the report is rewritten after every
-# step, so that it holds each result as soon as it exists.
+# and prints one summary table and each step's time. The summary goes to the
+# report file (default docs/gpu-results.md), headed by the date, the card, the
+# driver and nvcc; every step's full output to REPORT's stem plus -full.md
+# (docs/gpu-results-full.md, which git ignores: raw logs carry build paths).
+# Both are rewritten after every step, so that they hold each result as soon
+# as it exists.
 # About 5-8 minutes on a 16-core machine, most of it the build.
 #
 #   gpu/check.sh [REPORT]
@@ -53,6 +55,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
 report=${1:-docs/gpu-results.md}
+full_report="${report%.md}-full.md"
 build=${BUILD:-build-gpu}
 jobs=${JOBS:-$(nproc)}
 budget=${BUDGET_S:-0}
@@ -226,9 +229,12 @@ local n p f  # not the caller's: lab_both's n is live while its steps write the 
     echo
     cat "$summary"
     echo
-    echo "## Full output"
-    cat "$full"
+    echo "Every step's full output: $(basename "$full_report"), beside this file."
 } >"$report"
+{
+    echo "# GPU results, full output of every step"
+    cat "$full"
+} >"$full_report"
 }
 mkdir -p "$(dirname "$report")"
 
@@ -251,7 +257,7 @@ else
 fi
 # shellcheck disable=SC2086  # TARGETS is a list of ninja targets
 if [ "${PREBUILT:-0}" != 1 ] && ! step "build" "${BUILD_LIMIT_S:-900}" build.log ninja -C "$build" -j"$jobs" $targets; then
-    echo "the build failed: see $report" >&2
+    echo "the build failed: see $full_report" >&2
 fi
 pdlab="$build/src/pdlab/pdlab"
 dev="$build/gpu/dev"
@@ -445,5 +451,5 @@ fi
 write_report
 echo
 cat "$summary"
-echo "report: $report"
+echo "report: $report (full output: $full_report)"
 [ "$failed" -eq 0 ] && [ "$roof_ok" -eq 0 ]

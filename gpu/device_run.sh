@@ -12,9 +12,9 @@
 #      through an rpath, leaving the machine's own tools their own libraries
 #   1b. where .device/prebuilt.tar.xz was carried (prepare_device_bundle.sh
 #      --prebuilt: the programs built on the Debian 12 machine for sm_90, with
-#      an rpath into /tmp/pdlab-prefix), unpacks it into $BUILD and makes the
-#      source root they were configured in lead here (data paths are compiled
-#      in), then checks with ldd that every library they need is found. If one
+#      an rpath into /tmp/pdlab-prefix), unpacks it into $BUILD (inside this
+#      tree, so that they find its data/: src/base/kit_root.hpp), then checks
+#      with ldd that every library they need is found. If one
 #      is not, it says which and builds here instead (step 2's build)
 #   2. runs gpu/check.sh (configure with -Dcuda=enabled for this GPU alone,
 #      build only what it runs, or nothing with prebuilt programs; then
@@ -188,11 +188,10 @@ missing_libraries() {
 }
 
 # 1b. The prebuilt programs into $build, if they were carried. Their rpath
-# names the prefix they expect and their compiled-in data paths the source
-# root they were configured in: both are made to hold here. Returns 1 (build
+# names the prefix they expect, which must be this machine's. Returns 1 (build
 # here instead) when there is no archive or a library is not found.
 use_prebuilt() {
-    local archive=.device/prebuilt.tar.xz env_file="$build/prebuilt.env" root missing
+    local archive=.device/prebuilt.tar.xz env_file="$build/prebuilt.env" missing
     [ -f "$archive" ] || return 1
     rm -rf "$build"
     mkdir -p "$build"
@@ -202,17 +201,9 @@ use_prebuilt() {
         return 1
     fi
     mkdir -p "$results"
-    # shellcheck disable=SC1090  # written by prepare_device_bundle.sh: SOURCE_ROOT, PREFIX, COMMIT
+    # shellcheck disable=SC1090  # written by prepare_device_bundle.sh: PREFIX, COMMIT
     . "$env_file" || { say "$env_file is missing: building here instead"; return 1; }
     [ "$PREFIX" = "$prefix" ] || { say "the prebuilt programs look for libraries in $PREFIX, not $prefix: building here instead"; return 1; }
-    root=$(pwd -P)
-    if [ "$(readlink -f "$SOURCE_ROOT" 2>/dev/null)" != "$root" ]; then
-        if [ -e "$SOURCE_ROOT" ] || ! { mkdir -p "$(dirname "$SOURCE_ROOT")" && ln -s "$root" "$SOURCE_ROOT"; }; then
-            say "the prebuilt programs read data under $SOURCE_ROOT, which cannot be made to lead to $root: building here instead"
-            return 1
-        fi
-        say "$SOURCE_ROOT -> $root (the source root the prebuilt programs were configured in)"
-    fi
     missing=$(missing_libraries)
     if [ -n "$missing" ] && [ -z "${LD_LIBRARY_PATH:-}" ]; then
         # Built where CUDA lives in /usr/local/cuda: elsewhere, its libraries

@@ -81,8 +81,8 @@ hide_installed() {
 }
 
 # The programs gpu/check.sh runs, built here for the H200 and packed with what
-# device_run.sh needs to place them: the source root their data paths name
-# and the prefix their rpath names.
+# device_run.sh needs to place them: the prefix their rpath names. (They find
+# the kit's data/ from where they lie: src/base/kit_root.hpp.)
 prebuilt() {
     local build=.device/build prefix=/tmp/pdlab-prefix targets
     mapfile -t targets < <(grep -v '^#' gpu/device_targets)
@@ -96,7 +96,7 @@ prebuilt() {
     # (ccache, which hashes every included file, keeps the unchanged ones cheap).
     find "$build" -name '*.cu.o' -delete
     ninja -C "$build" "${targets[@]}" >/dev/null
-    printf 'SOURCE_ROOT=%q\nPREFIX=%q\nCOMMIT=%q\n' "$PWD" "$prefix" "$(cat .device/COMMIT)" >"$build/prebuilt.env"
+    printf 'PREFIX=%q\nCOMMIT=%q\n' "$prefix" "$(cat .device/COMMIT)" >"$build/prebuilt.env"
     local files=("$build/prebuilt.env") t
     for t in "${targets[@]}"; do
         strip -o "$build/$t.stripped" "$build/$t"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: where each lab's plot.py lies
+#include "base/kit_root.hpp"  // where each lab's plot.py lies
 
 namespace fs = std::filesystem;
 
@@ -56,7 +56,7 @@ std::string printable(const std::string& script) {
 }  // namespace
 
 void draw_plot(const std::string& lab_dir, const fs::path& out, bool skip, const std::string& drawn) {
-    const std::string script = std::string(PDLAB_SOURCE_ROOT) + "/" + lab_dir + "/plot.py";
+    const std::string script = (kit_root() / lab_dir / "plot.py").string();
     const std::string cmd = kPython + " " + shell_quote(script) + " " + shell_quote(out.string());
     std::string why = why_not_runnable(script, out, skip);
     if (why.empty()) {

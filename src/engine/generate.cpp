@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/request.hpp"
+#include "engine/stop_rule.hpp"
 #include "base/timing.hpp"
 
 namespace pd {
@@ -28,9 +29,11 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     const int slot = opts.slot;
     engine.reset(slot);
     std::vector<int> seq(prompt.begin(), prompt.end());  // every token so far (for no-cache mode)
+    const StopLimits stop{eos_ids(c.eos_id, opts.stop_at_eos), opts.max_new_tokens, engine.max_seq()};
     const double t_start = now_ms();
 
-    for (int step = 0; step < opts.max_new_tokens; step++) {
+    // Until the stop rule ends it (the check above keeps the context from doing so).
+    for (int step = 0; opts.max_new_tokens > 0; step++) {
         TraceRow row;
         const float* logits = nullptr;
         int next = 0;
@@ -68,8 +71,9 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
         res.generated_ids.push_back(next);
         seq.push_back(next);
         if (on_token) on_token(next);
-        if (opts.stop_at_eos && next == c.eos_id) {
-            res.stopped_at_eos = true;
+        const StopReason why = stop_after(stop, int(prompt.size()), step + 1, next);
+        if (why != StopReason::none) {
+            res.stopped_at_eos = why == StopReason::eos;
             break;
         }
     }

@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "engine/generate.hpp"
 #include "engine/request.hpp"
+#include "engine/stop_rule.hpp"
 #include "base/timing.hpp"
 
 namespace pd {
@@ -140,6 +141,8 @@ struct Run {
     std::vector<float> q;         // (k, V) draft probabilities (sampling)
     std::vector<float> logits;    // (k+1, V) the verify pass's rows
     std::vector<float> p;         // (k+1, V) target probabilities (sampling)
+    int prompt_len = 0;
+    StopLimits stop;              // EOS and max_new_tokens (check_speculation keeps the context from ending it)
     SpeculativeResult res;
 };
 
@@ -215,12 +218,13 @@ bool emit(Run& r, const Verdict& v) {
         const int tok = i < v.accepted ? r.proposal[i] : v.next;
         r.res.generated_ids.push_back(tok);
         if (r.on_token) r.on_token(tok);
-        if (r.o.stop_at_eos && tok == r.target.config().eos_id) {
-            r.res.stopped_at_eos = true;
+        const StopReason why = stop_after(r.stop, r.prompt_len, int(r.res.generated_ids.size()), tok);
+        if (why != StopReason::none) {
+            r.res.stopped_at_eos = why == StopReason::eos;
             return false;
         }
     }
-    return int(r.res.generated_ids.size()) < r.o.max_new_tokens;
+    return true;
 }
 
 // Forget what the rule rejected: both caches end after d_a; `next` is fed next
@@ -251,7 +255,9 @@ SpeculativeResult speculative_generate(Engine& target, Engine& draft, std::span<
     const bool greedy = is_greedy(opts.sampler);
     AcceptRule chosen = rule ? rule : (greedy ? AcceptRule(greedy_accept) : AcceptRule(sampling_accept));
     Run r{target, draft, opts, std::move(chosen), on_token, Rng(opts.sampler.seed),
-          target.config().vocab_size, greedy, 0, {}, {}, {}, {}, {}, {}};
+          target.config().vocab_size, greedy, 0, {}, {}, {}, {}, {}, int(prompt.size()),
+          {eos_ids(target.config().eos_id, opts.stop_at_eos), opts.max_new_tokens, std::min(target.max_seq(), draft.max_seq())},
+          {}};
     if (opts.max_new_tokens == 0) return r.res;
 
     const double t_start = now_ms();

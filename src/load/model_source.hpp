@@ -23,7 +23,7 @@ struct LoadedModel {
     std::size_t file_bytes = 0;    // checkpoint bytes read (0 for synthetic)
 };
 
-// The kit's data/ folder: $PDLAB_DATA, else the source tree's data/.
+// The kit's data/ folder: kit_root()'s data/ (base/kit_root.hpp). UserError where there is none.
 std::filesystem::path data_dir();
 
 // One --help paragraph describing the accepted forms.

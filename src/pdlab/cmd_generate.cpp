@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "engine/generate.hpp"
 #include "engine/speculative.hpp"
+#include "engine/stop_rule.hpp"
 #include "timeline_option.hpp"
 
 namespace pd::cli {
@@ -108,10 +109,10 @@ void check_speculate_flags(GenerateCliOptions& o) {
              "share one track): drop --draft or --timeline");
 }
 
-// Streams each token's text to stdout as it is chosen (not the eos token when stopping at it).
+// Streams each token's text to stdout as it is chosen (not an EOS token the run stops at).
 std::function<void(int)> print_tokens(StreamDecoder& stream, int eos_id, bool stop_at_eos) {
-    return [&stream, eos_id, stop_at_eos](int id) {
-        if (id == eos_id && stop_at_eos) return;
+    return [&stream, eos = eos_ids(eos_id, stop_at_eos)](int id) {
+        if (is_eos(eos, id)) return;
         std::fputs(stream.push(id).c_str(), stdout);
         std::fflush(stdout);
     };

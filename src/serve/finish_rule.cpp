@@ -17,7 +17,7 @@ const char* finish_reason_name(FinishReason r) {
 
 FinishRule::FinishRule(const std::optional<Tokenizer>& tokenizer, int prompt_len, FinishLimits limits)
     : limits_(std::move(limits)), prompt_len_(prompt_len), stops_(limits_.stop) {
-    if (limits_.max_tokens < 1) fail("max_tokens must be at least 1, got {}", limits_.max_tokens);
+    if (limits_.core.max_tokens < 1) fail("max_tokens must be at least 1, got {}", limits_.core.max_tokens);
     for (const auto& s : limits_.stop)
         if (s.empty() || !tokenizer) fail("stop strings must be non-empty and need a tokenizer");
     if (tokenizer) decoder_.emplace(*tokenizer);
@@ -26,7 +26,8 @@ FinishRule::FinishRule(const std::optional<Tokenizer>& tokenizer, int prompt_len
 TokenVerdict FinishRule::push(int id) {
     generated_ += 1;
     TokenVerdict v;
-    if (id == limits_.eos_id && !limits_.ignore_eos) {  // EOS itself is not text
+    const StopReason why = stop_after(limits_.core, prompt_len_, generated_, id);
+    if (why == StopReason::eos) {  // EOS itself is not text
         v.text = flush();
         v.finished = FinishReason::eos;
         return v;
@@ -36,8 +37,7 @@ TokenVerdict FinishRule::push(int id) {
         v.finished = FinishReason::stop_string;
         return v;
     }
-    // The next decode would write position prompt_len + generated - 1: it must fit the context.
-    if (generated_ >= limits_.max_tokens || prompt_len_ + generated_ > limits_.max_model_len) {
+    if (why == StopReason::length) {
         v.text += flush();  // the flushed end may still complete a stop string
         v.finished = stops_.stopped() ? FinishReason::stop_string : FinishReason::length;
     }

@@ -8,6 +8,10 @@
 //   max_tokens          outputs                                    "length"
 //   the context         the next token would not fit               "length"
 //
+// EOS, max_tokens and the context are the engine's stop rule
+// (engine/stop_rule.hpp), which every other generation loop asks too; this
+// rule adds stop strings.
+//
 // With a tokenizer each token also yields the text now safe to send: never a
 // split UTF-8 character (StreamDecoder), never any part of a stop string (text
 // that may still start one is held back until the next token decides it,
@@ -15,11 +19,11 @@
 // stop string's. Without one, tokens yield no text and stop strings are refused.
 #pragma once
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/stop_rule.hpp"
 #include "io/tokenizer.hpp"
 #include "serve/stop_matcher.hpp"
 
@@ -30,10 +34,7 @@ const char* finish_reason_name(FinishReason r);  // vLLM's: "stop", "length", "a
 
 // What one request may generate.
 struct FinishLimits {
-    int eos_id = -1;                // -1: none
-    bool ignore_eos = false;        // generate past EOS
-    int max_tokens = 16;            // output tokens at most (>= 1)
-    int max_model_len = 0;          // positions per sequence, prompt + output (> 0)
+    StopLimits core;                // EOS ids (none with ignore_eos), max_tokens (>= 1), the context
     std::vector<std::string> stop;  // stop strings (non-empty; need a tokenizer)
 };
 
@@ -54,9 +55,7 @@ public:
     int generated() const { return generated_; }
     // Tokens it may still take before a length limit (max_tokens, the
     // context) ends the request; the last of them ends it.
-    int room() const {
-        return std::min(limits_.max_tokens - generated_, limits_.max_model_len + 1 - prompt_len_ - generated_);
-    }
+    int room() const { return stop_room(limits_.core, prompt_len_, generated_); }
 
 private:
     // The text still held back, at the end of the request.

@@ -38,7 +38,7 @@
 #include "report.hpp"
 #include "submissions.hpp"
 #include "workdir.hpp"
-#include "source_root.hpp"  // PDLAB_SOURCE_ROOT: the default --kit
+#include "base/kit_root.hpp"  // the default --kit
 
 namespace pd::grade {
 namespace {
@@ -303,7 +303,7 @@ EXIT STATUS
 int main(int argc, char** argv) {
     using namespace pd::grade;
     Options opt;
-    opt.kit = PDLAB_SOURCE_ROOT;  // this checkout; --kit overrides it
+    opt.kit = pd::kit_root().string();  // the kit this program lies in (or $PDLAB_KIT); --kit overrides it
     CLI::App app{"pdlab-grade: grade a class's submissions for one lab of the prefill/decode kit.\n"
                  "Usually run as: ./kit grade SUBMISSIONS --lab NN [--out DIR]",
                  "pdlab-grade"};

@@ -134,7 +134,8 @@ serve::ReplayResult run_colocated(std::shared_ptr<const Model> model, const Opti
     const int blocks = o.limits.max_seqs * blocks_for_len(max_len(reqs, c.max_seq_len), o.block_size);
     serve::PagedServingEngine engine(model, {o.block_size, blocks, 0, o.lab.threads, false});
     serve::ContinuousBatching policy;
-    // ignore_eos: every request produces its max_tokens in both modes (the decode workers ignore EOS too).
+    // ignore_eos: every request produces its max_tokens, the context allowing, in both modes (the decode
+    // workers are told to ignore EOS too), and both end at the context by the engine's one stop rule.
     serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, std::nullopt});
     return serve::replay(s, trace, reqs, !o.quiet, "colocated");  // a process of its own on a timeline
 }
@@ -389,8 +390,9 @@ int run_worker_rank(CLI::App& app, int argc, char** argv, Options& o, const dg::
         auto model = load_model(o.lab.model, cli::precision_of(o.lab), false).model;
         const dg::KvCodec codec = student_codec(o.layers_per_message);
         dg::link_probe(layout, mpi.rank(), kProbeBytes, kProbeReps);
+        // ignore_eos, as colocated: every request produces its max_tokens in both modes.
         const dg::WorkerOptions w{o.block_size, o.limits.max_seqs, words[0], o.worker_threads,
-                                  mpi.rank() == o.stall_rank ? o.stall_after : -1.0};
+                                  mpi.rank() == o.stall_rank ? o.stall_after : -1.0, true};
         if (layout.is_prefill(mpi.rank())) dg::run_prefill_worker(model, codec, w);
         else dg::run_decode_worker(model, codec, w);
     } catch (const std::exception& e) {

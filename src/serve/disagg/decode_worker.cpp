@@ -6,6 +6,7 @@
 
 #include "common.hpp"
 #include "engine/sampler.hpp"
+#include "engine/stop_rule.hpp"
 #include "serve/disagg/worker_rank.hpp"
 
 namespace pd::serve::disagg {
@@ -23,7 +24,9 @@ struct Incoming {
 };
 
 struct Running {
-    int id = 0, max_tokens = 0, produced = 0, last_token = 0;
+    int id = 0, prompt_len = 0, last_token = 0, produced = 0;
+    StopLimits stop;              // the engine's stop rule: EOS (unless ignored), max_tokens, the context
+    StopReason why = StopReason::none;  // after the last token emitted
 };
 
 // Up to max_seqs sequences at once: its pool holds max_seqs requests.
@@ -94,9 +97,10 @@ private:
         if (!t) return false;
         for (std::size_t m = 0; m < in.plan.size(); m++) codec_.unpack(in.messages[m], in.plan[m], engine_.kv_cache(), *t);
         outbox_.send(std::vector<double>{double(in.id), now_s()}, 0, kKvArrived);
-        Running r{in.id, in.max_tokens, 0, in.first_token};
+        Running r{in.id, int(in.prompt.size()), in.first_token, 0,
+                  {eos_ids(engine_.config().eos_id, !opts_.ignore_eos), in.max_tokens, engine_.config().max_seq_len}};
         emit(r);  // token 1, computed by the prefill worker
-        if (finished(r)) engine_.close(r.id);
+        if (r.why != StopReason::none) engine_.close(r.id);
         else running_.push_back(r);
         return true;
     }
@@ -116,19 +120,16 @@ private:
             emit(running_[i]);
         }
         std::erase_if(running_, [&](const Running& r) {
-            if (!finished(r)) return false;
+            if (r.why == StopReason::none) return false;
             engine_.close(r.id);
             return true;
         });
     }
 
-    bool finished(const Running& r) const {
-        return r.produced >= r.max_tokens || engine_.cached_len(r.id) + 1 >= engine_.config().max_seq_len;
-    }
-
     void emit(Running& r) {
         r.produced++;
-        outbox_.send(std::vector<int>{r.id, r.last_token, finished(r) ? 1 : 0}, 0, kToken);
+        r.why = stop_after(r.stop, r.prompt_len, r.produced, r.last_token);
+        outbox_.send(std::vector<int>{r.id, r.last_token, r.why != StopReason::none ? 1 : 0}, 0, kToken);
     }
 
     std::list<Incoming> incoming_;

@@ -13,7 +13,9 @@
 // keeps decoding its running sequences while the blocks come in, and when
 // all have come (and token 1), adopts the sequence into its own paged cache
 // (blocks allocated on arrival), unpacks, and decodes it with the others in
-// one batched step per token, streaming every token to the router.
+// one batched step per token, streaming every token to the router. A
+// sequence ends by the engine's stop rule (engine/stop_rule.hpp), as the
+// colocated Scheduler's do: max_tokens, the context, EOS unless ignore_eos.
 //
 // Both return when the router says kStop; a worker never waits on MPI without
 // a deadline it checks (the router's watchdog ends a run that hangs).
@@ -33,6 +35,7 @@ struct WorkerOptions {
     int max_len = 0;           // positions the longest request needs (sizes the pools)
     int threads = 1;           // OpenMP threads of this rank's forward passes
     double stall_after_s = -1;  // >= 0: stop answering this long after the start (tests the router's watchdog)
+    bool ignore_eos = false;    // decode: generate past EOS (every request gets its max_tokens, context allowing)
 };
 
 void run_prefill_worker(std::shared_ptr<const Model> model, const KvCodec& codec, const WorkerOptions& o);
