@@ -12,6 +12,7 @@
 #include "checkpoint_notes.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "io/chat_template.hpp"
 #include "serve/batching_worker.hpp"
 #include "serve/http_server.hpp"
 #include "serve/paged_serving_engine.hpp"
@@ -166,6 +167,18 @@ Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics&
     return b;
 }
 
+// The model's chat_template for /v1/chat/completions. One outside the kit's
+// Jinja subset does not stop the server: chat requests are answered 400 with the reason.
+std::optional<tok::ChatTemplate> load_chat_template_or_note(const std::filesystem::path& folder, serve::ApiLimits& limits) {
+    try {
+        return tok::load_chat_template(folder);
+    } catch (const UserError& e) {
+        limits.chat_template_problem = std::string("this model's chat template cannot be used: ") + e.what();
+        std::fprintf(stderr, "pdlab serve: note: %s; /v1/chat/completions will answer 400\n", e.what());
+        return std::nullopt;
+    }
+}
+
 int run_serve(ServeCliOptions& o) {
     block_signals();
     if (o.batching == "serial" && o.kv_blocks > 0)
@@ -181,7 +194,9 @@ int run_serve(ServeCliOptions& o) {
     serve::ServerMetrics metrics;
     Backend backend = make_backend(s, o, metrics);
     serve::Worker& worker = *backend.worker;
-    const serve::ApiLimits limits{&s.loaded.tokenizer, s.loaded.model->config.vocab_size, backend.context};
+    serve::ApiLimits limits{&s.loaded.tokenizer, s.loaded.model->config.vocab_size, backend.context, nullptr, ""};
+    const std::optional<tok::ChatTemplate> chat_template = load_chat_template_or_note(s.loaded.folder, limits);
+    if (chat_template) limits.chat_template = &*chat_template;
     serve::HttpServer server(o.server, limits, worker, metrics);
     const int port = server.bind();
     std::printf("pdlab serve: listening on http://%s:%d (model %s, context %d tokens, %s)\n",

@@ -33,7 +33,7 @@ std::string status_error(const httplib::Request& req, int status) {
     if (status == 404)
         return error_json(ApiError(404, "not_found_error", "",
                                    "no route " + req.method + " " + req.path +
-                                       "; the routes are POST /v1/completions, GET /v1/models, /health, /metrics"));
+                                       "; the routes are POST /v1/completions, /v1/chat/completions, GET /v1/models, /health, /metrics"));
     return error_json(ApiError(status, "invalid_request_error", "", "the HTTP request could not be read"));
 }
 
@@ -61,7 +61,12 @@ HttpServer::HttpServer(ServerOptions opts, ApiLimits limits, Worker& worker, Ser
 HttpServer::~HttpServer() = default;
 
 void HttpServer::add_routes() {
-    http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { completions(req, res); });
+    http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        completions(req, res, parse_completion_request);
+    });
+    http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        completions(req, res, parse_chat_request);
+    });
     http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         if (shutting_down_) return refuse(res, shutting_down());
         res.set_content("{\"status\":\"ok\"}", "application/json");
@@ -124,20 +129,21 @@ void HttpServer::refuse(httplib::Response& res, const ApiError& e) {
     res.set_content(error_json(e), "application/json");
 }
 
-void HttpServer::completions(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::completions(const httplib::Request& req, httplib::Response& res, Parse parse) {
     if (shutting_down_) {
         res.set_header("Connection", "close");
         return refuse(res, shutting_down());
     }
     CompletionRequest r;
     try {
-        r = parse_completion_request(req.body, limits_);
+        r = parse(req.body, limits_);
     } catch (const ApiError& e) {
         return refuse(res, e);
     }
     const long long n = next_id_++;
     if (!r.seeded) r.sampler.seed = std::uint64_t(n);  // reproducible runs without asking for seeds
-    const ResponseMeta meta{fmt::format("cmpl-{}", n), std::int64_t(std::time(nullptr)), opts_.model_name};
+    const ResponseMeta meta{fmt::format("{}-{}", r.chat ? "chatcmpl" : "cmpl", n), std::int64_t(std::time(nullptr)),
+                            opts_.model_name};
     auto job = std::make_shared<Job>(meta.id, std::move(r));
     if (!worker_.submit(job)) return refuse(res, shutting_down());
     if (job->request.stream) return stream(std::move(job), meta, res);
@@ -146,21 +152,29 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
 
 // Every token becomes one SSE chunk as soon as the worker sends it; the last
 // chunk carries finish_reason, then (if asked) the usage chunk, then [DONE].
+// A chat stream starts with a chunk whose delta holds the role alone.
 void HttpServer::stream(std::shared_ptr<Job> job, const ResponseMeta& meta, httplib::Response& res) {
     const int prompt_tokens = int(job->request.prompt.size());
     auto generated = std::make_shared<int>(0);
+    auto role_sent = std::make_shared<bool>(!job->request.chat);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [job, meta, generated, prompt_tokens](std::size_t, httplib::DataSink& sink) {
-            std::optional<StreamEvent> e = job->next(kPoll);
-            if (!e) return true;  // nothing yet: httplib calls again
-            *generated += e->tokens;
+        [job, meta, generated, role_sent, prompt_tokens](std::size_t, httplib::DataSink& sink) {
+            const bool chat = job->request.chat;
             std::string out;
-            if (e->finish_reason == "error") out = sse(error_json(ApiError(500, "internal_error", "", e->error)));
-            else if (e->tokens > 0 || e->finish_reason == "abort") out = sse(chunk_json(meta, e->text, e->finish_reason));
-            if (!e->finish_reason.empty()) {
-                if (job->request.include_usage) out += sse(usage_chunk_json(meta, {prompt_tokens, *generated}));
+            if (!*role_sent) out = sse(chat_chunk_json(meta, "assistant", "", "")), *role_sent = true;
+            std::optional<StreamEvent> e = job->next(kPoll);
+            if (!e) return out.empty() || sink.write(out.data(), out.size()) || (job->cancel(), false);
+            *generated += e->tokens;
+            const std::string_view fin = e->finish_reason;
+            if (fin == "error") out += sse(error_json(ApiError(500, "internal_error", "", e->error)));
+            else if (e->tokens > 0 || fin == "abort")
+                out += sse(chat ? chat_chunk_json(meta, nullptr, e->text, fin) : chunk_json(meta, e->text, fin));
+            else if (chat && !fin.empty()) out += sse(chat_chunk_json(meta, nullptr, "", fin));
+            if (!fin.empty()) {
+                const Usage u{prompt_tokens, *generated};
+                if (job->request.include_usage) out += sse(chat ? chat_usage_chunk_json(meta, u) : usage_chunk_json(meta, u));
                 out += "data: [DONE]\n\n";
             }
             // A failed write means the client has gone: stop generating for it.
@@ -188,10 +202,11 @@ void HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Resp
             res.status = 500;
             return res.set_content(error_json(ApiError(500, "internal_error", "", e->error)), "application/json");
         }
-        if (!e->finish_reason.empty())
-            return res.set_content(
-                completion_json(meta, text, e->finish_reason, {int(job.request.prompt.size()), generated}),
-                "application/json");
+        if (e->finish_reason.empty()) continue;
+        const Usage u{int(job.request.prompt.size()), generated};
+        return res.set_content(job.request.chat ? chat_completion_json(meta, text, e->finish_reason, u)
+                                                : completion_json(meta, text, e->finish_reason, u),
+                               "application/json");
     }
 }
 

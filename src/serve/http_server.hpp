@@ -2,6 +2,7 @@
 // bind to a graceful stop.
 //
 //   POST /v1/completions  OpenAI completions, whole JSON or server-sent events
+//   POST /v1/chat/completions  the same for chat messages, through the model's chat_template
 //   GET  /v1/models       the one model served
 //   GET  /health          200 while serving, 503 once shutting down
 //   GET  /metrics         Prometheus text (server_metrics.hpp)
@@ -53,7 +54,8 @@ public:
 
 private:
     void add_routes();
-    void completions(const httplib::Request& req, httplib::Response& res);
+    using Parse = CompletionRequest (*)(std::string_view body, const ApiLimits& limits);
+    void completions(const httplib::Request& req, httplib::Response& res, Parse parse);
     void stream(std::shared_ptr<Job> job, const ResponseMeta& meta, httplib::Response& res);
     void respond_whole(Job& job, const ResponseMeta& meta, httplib::Response& res);
     void refuse(httplib::Response& res, const ApiError& e);

@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/ranges.h>
+
 #include "common.hpp"
+#include "io/chat_template.hpp"
 #include "io/json_checked.hpp"
 
 namespace pd::serve {
 
 namespace {
 
-constexpr std::array<std::string_view, 16> kKnownFields = {
-    "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream",
-    "stream_options", "ignore_eos", "n", "best_of", "logprobs", "echo", "user"};
+using Fields = std::vector<std::string_view>;
+const Fields kCompletionFields = {"model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
+                                  "stream", "stream_options", "ignore_eos", "n", "best_of", "logprobs", "echo", "user"};
+const Fields kChatFields = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+                            "seed", "stop", "stream", "stream_options", "ignore_eos", "n", "logprobs", "user"};
 // OpenAI allows at most 4 stop sequences and documents no length; each is
 // matched against every token's text, so a bound keeps one request's cost
 // small. 256 bytes is far past any real stop string ("\n\n", "###", "</s>").
@@ -33,16 +38,15 @@ void field(const char* param, Read read) {
     }
 }
 
-Json parse_body(std::string_view body) {
+Json parse_body(std::string_view body, const Fields& known) {
     Json j;
     field("", [&] { j = parse_json(body, "request body"); });
     if (!j.is_object())
         throw bad_request("", "the request body must be a JSON object, got " + describe_json(j));
     for (const auto& [key, value] : j.items())
-        if (std::find(kKnownFields.begin(), kKnownFields.end(), key) == kKnownFields.end())
-            throw bad_request(key, "unknown field " + clipped_quote(key) +
-                                       "; this server reads model, prompt, max_tokens, temperature, top_p, "
-                                       "top_k, seed, stop, stream, stream_options, ignore_eos");
+        if (std::find(known.begin(), known.end(), key) == known.end())
+            throw bad_request(key, "unknown field " + clipped_quote(key) + "; this server reads " +
+                                       fmt::format("{}", fmt::join(known, ", ")));
     return j;
 }
 
@@ -79,6 +83,9 @@ void check_fits(const CompletionRequest& r, const ApiLimits& limits) {
 
 void read_sampling(const JsonObject& o, CompletionRequest& r, const ApiLimits& limits) {
     field("max_tokens", [&] { r.max_tokens = int(o.integer_or("max_tokens", 16, 1, limits.context)); });
+    // Chat's newer name for it (OpenAI's default there is the rest of the context; the kit keeps 16).
+    field("max_completion_tokens",
+          [&] { r.max_tokens = int(o.integer_or("max_completion_tokens", r.max_tokens, 1, limits.context)); });
     field("temperature", [&] { r.sampler.temperature = float(o.number_or("temperature", 1.0, 0.0, 2.0)); });
     field("top_p", [&] { r.sampler.top_p = float(o.number_or("top_p", 1.0, 1e-6, 1.0)); });
     field("top_k", [&] { r.sampler.top_k = int(o.integer_or("top_k", 0, -1, limits.vocab_size)); });
@@ -126,18 +133,81 @@ void read_stream(const JsonObject& o, CompletionRequest& r) {
 void check_defaults_only(const JsonObject& o) {
     field("n", [&] { o.integer_or("n", 1, 1, 1); });
     field("best_of", [&] { o.integer_or("best_of", 1, 1, 1); });
+    field("logprobs", [&] {  // chat spells "none" false, completions null
+        if (const Json* l = o.find("logprobs"); l && !l->is_null() && *l != Json(false))
+            fail("request: logprobs is not supported; leave it out, null or false");
+    });
     field("echo", [&] {
         if (o.bool_or("echo", false)) fail("request: echo is not supported; leave it false");
     });
-    if (o.find("logprobs")) throw bad_request("logprobs", "logprobs is not supported; leave it out or null");
     field("model", [&] { o.string_or("model", ""); });
     field("user", [&] { o.string_or("user", ""); });
 }
 
+// The fields both endpoints share, once the prompt is known.
+void read_after_prompt(const JsonObject& o, CompletionRequest& r, const ApiLimits& limits) {
+    read_sampling(o, r, limits);
+    read_stop(o, r);
+    read_stream(o, r);
+    check_fits(r, limits);
+}
+
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-Json meta_json(const ResponseMeta& m) {
-    return {{"id", m.id}, {"object", "text_completion"}, {"created", m.created}, {"model", m.model}};
+Json meta_json(const ResponseMeta& m, const char* object = "text_completion") {
+    return {{"id", m.id}, {"object", object}, {"created", m.created}, {"model", m.model}};
+}
+
+// One message's content: a string, or (OpenAI's newer form) a list of {"type": "text", "text": ...} parts.
+std::string message_content(const Json& c, const std::string& where) {
+    if (c.is_string()) return c.get<std::string>();
+    if (c.is_null()) return "";
+    std::string text;
+    for (std::size_t i = 0; i < json_array(c, where + " (a string or a list of text parts)").size(); ++i) {
+        const JsonObject part(c[i], "request", where + "[" + std::to_string(i) + "]");
+        if (part.string("type") != "text") fail("{}: only text parts are supported", part.where("type"));
+        text += part.string("text");
+    }
+    return text;
+}
+
+// messages: [{"role", "content"}, ...] as the template reads them (other keys refused by name).
+tok::tmpl::Json read_messages(const JsonObject& o) {
+    tok::tmpl::Json out = tok::tmpl::Json::array();
+    field("messages", [&] {
+        const Json& a = o.array("messages");
+        if (a.empty()) fail("request: messages is empty: give at least one message");
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            const std::string where = "messages[" + std::to_string(i) + "]";
+            const JsonObject m(a[i], "request", where);
+            for (const auto& item : a[i].items())
+                if (item.key() != "role" && item.key() != "content")
+                    fail("request: {}.{} is not supported (tools and names are not); give role and content",
+                         where, clipped_quote(item.key()));
+            out.push_back({{"role", m.string("role")}, {"content", message_content(m.value_or_null("content"), where + ".content")}});
+        }
+    });
+    return out;
+}
+
+// The prompt: the checkpoint's chat template applied to the messages, then tokenised.
+std::vector<int> chat_prompt(const JsonObject& o, const ApiLimits& limits) {
+    if (!limits.chat_template)
+        throw bad_request("messages", limits.chat_template_problem.empty()
+                                          ? "this model has no chat_template (tokenizer_config.json), so it takes no chat "
+                                            "messages; use /v1/completions with a prompt"
+                                          : limits.chat_template_problem);
+    const tok::tmpl::Json messages = read_messages(o);
+    std::string text;
+    try {
+        text = limits.chat_template->render(messages, true);
+    } catch (const tok::tmpl::RenderError& e) {
+        throw bad_request("messages", e.what());
+    }
+    std::vector<int> ids;
+    field("messages", [&] { ids = limits.tokenizer->encode(text); });
+    if (ids.empty()) throw bad_request("messages", "the chat template rendered these messages as no tokens");
+    return ids;
 }
 
 Json choice_json(std::string_view text, std::string_view finish_reason) {
@@ -156,16 +226,25 @@ Json usage_json(const Usage& u) {
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body, const ApiLimits& limits) {
-    const Json j = parse_body(body);
+    const Json j = parse_body(body, kCompletionFields);
     const JsonObject o(j, "request");
     check_defaults_only(o);
     CompletionRequest r;
     r.model = o.string_or("model", "");
     r.prompt = read_prompt(o, limits);
-    read_sampling(o, r, limits);
-    read_stop(o, r);
-    read_stream(o, r);
-    check_fits(r, limits);
+    read_after_prompt(o, r, limits);
+    return r;
+}
+
+CompletionRequest parse_chat_request(std::string_view body, const ApiLimits& limits) {
+    const Json j = parse_body(body, kChatFields);
+    const JsonObject o(j, "request");
+    check_defaults_only(o);
+    CompletionRequest r;
+    r.chat = true;
+    r.model = o.string_or("model", "");
+    r.prompt = chat_prompt(o, limits);
+    read_after_prompt(o, r, limits);
     return r;
 }
 
@@ -194,6 +273,45 @@ std::string completion_json(const ResponseMeta& m, std::string_view text, std::s
                             const Usage& u) {
     Json j = meta_json(m);
     j["choices"] = Json::array({choice_json(text, finish_reason)});
+    j["usage"] = usage_json(u);
+    return dump(j);
+}
+
+}  // namespace pd::serve
+
+namespace pd::serve {
+
+namespace {
+
+Json chat_choice(const char* key, Json message, std::string_view finish_reason) {
+    return {{"index", 0},
+            {key, std::move(message)},
+            {"logprobs", nullptr},
+            {"finish_reason", finish_reason.empty() ? Json(nullptr) : Json(finish_reason)}};
+}
+
+}  // namespace
+
+std::string chat_chunk_json(const ResponseMeta& m, const char* role, std::string_view text, std::string_view finish_reason) {
+    Json delta = Json::object();
+    if (role) delta["role"] = role;
+    if (!text.empty() || finish_reason.empty()) delta["content"] = text;
+    Json j = meta_json(m, "chat.completion.chunk");
+    j["choices"] = Json::array({chat_choice("delta", delta, finish_reason)});
+    return dump(j);
+}
+
+std::string chat_usage_chunk_json(const ResponseMeta& m, const Usage& u) {
+    Json j = meta_json(m, "chat.completion.chunk");
+    j["choices"] = Json::array();
+    j["usage"] = usage_json(u);
+    return dump(j);
+}
+
+std::string chat_completion_json(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                                 const Usage& u) {
+    Json j = meta_json(m, "chat.completion");
+    j["choices"] = Json::array({chat_choice("message", {{"role", "assistant"}, {"content", text}}, finish_reason)});
     j["usage"] = usage_json(u);
     return dump(j);
 }

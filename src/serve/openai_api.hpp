@@ -6,6 +6,10 @@
 //     "temperature": 1, "top_p": 1, "top_k": 0, "seed": S, "stop": "s" | ["s", ...],
 //     "stream": false, "stream_options": {"include_usage": true}, "ignore_eos": false,
 //     "model": "...", "n": 1, "logprobs": null, "echo": false, "user": "..."}
+//   POST /v1/chat/completions  {"messages": [{"role": "user", "content": "text"}, ...],
+//     "max_tokens" (or "max_completion_tokens"), and the sampling, stop and stream fields
+//     above}: the prompt is the checkpoint's chat_template rendered with the
+//     messages and add_generation_prompt=true (io/chat_template.hpp).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "engine/sampler.hpp"
+#include "io/chat_template.hpp"
 #include "io/tokenizer.hpp"
 
 namespace pd::serve {
@@ -33,6 +38,8 @@ struct ApiLimits {
     const Tokenizer* tokenizer = nullptr;
     int vocab_size = 0;
     int context = 0;  // positions one request may use: prompt + max_tokens - 1
+    const tok::ChatTemplate* chat_template = nullptr;  // null: chat requests are answered 400 ...
+    std::string chat_template_problem;                 // ... with this, or that the model has none
 };
 
 struct CompletionRequest {
@@ -45,10 +52,15 @@ struct CompletionRequest {
     bool stream = false;
     bool include_usage = false;      // stream_options.include_usage: a last chunk with usage
     bool ignore_eos = false;         // vLLM's extension: always generate max_tokens
+    bool chat = false;               // from /v1/chat/completions: answered in chat's format
 };
 
 // Parses and checks `body`; throws ApiError (400) on any problem.
 CompletionRequest parse_completion_request(std::string_view body, const ApiLimits& limits);
+
+// The same for a chat request: the prompt is the rendered chat_template; 400
+// when the model has none, the template refuses the messages, or they fail the checks.
+CompletionRequest parse_chat_request(std::string_view body, const ApiLimits& limits);
 
 // What every response of one request carries.
 struct ResponseMeta {
@@ -72,5 +84,14 @@ std::string usage_chunk_json(const ResponseMeta& m, const Usage& u);
 // The whole non-streamed response.
 std::string completion_json(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
                             const Usage& u);
+
+// Chat's chunk: choices[0].delta holds the role (the first chunk) and/or the
+// content; the last chunk carries finish_reason and an empty delta.
+std::string chat_chunk_json(const ResponseMeta& m, const char* role, std::string_view text,
+                            std::string_view finish_reason);
+std::string chat_usage_chunk_json(const ResponseMeta& m, const Usage& u);
+// choices[0].message = {"role": "assistant", "content": text}
+std::string chat_completion_json(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                                 const Usage& u);
 
 }  // namespace pd::serve

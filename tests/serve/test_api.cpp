@@ -51,7 +51,7 @@ TEST_CASE("serve.http.stop_matcher") {
 namespace {
 
 pd::Tokenizer bytes = pd::Tokenizer::bytes(300);
-const ApiLimits kLimits{&bytes, 300, 64};
+const ApiLimits kLimits{&bytes, 300, 64, nullptr, ""};
 
 // The error a body gets: its status and the field it names.
 std::pair<int, std::string> refusal(const std::string& body) {
