@@ -107,4 +107,11 @@ Tokenizer load_tokenizer(const std::string& spec) {
     return Tokenizer::bytes(load_hf_config(folder / "config.json").vocab_size);
 }
 
+fs::path model_folder(const std::string& spec) {
+    if (is_synthetic(spec))
+        fail("{} is a synthetic model: it has no folder, no tokenizer_config.json and no chat template; "
+             "give a bundled model or a checkpoint folder", spec);
+    return resolve_folder(spec);
+}
+
 }  // namespace pd

@@ -38,4 +38,9 @@ LoadedModel load_model(const std::string& spec, Precision precision, bool progre
 // Just the tokenizer of a model (no weights read): for tokenize/detokenize.
 Tokenizer load_tokenizer(const std::string& spec);
 
+// The folder --model names (a bundled model's, or the path), for the files
+// beside the weights (tokenizer_config.json). UserError for a synthetic model,
+// which has no folder.
+std::filesystem::path model_folder(const std::string& spec);
+
 }  // namespace pd

@@ -190,6 +190,16 @@ tok::tmpl::Json read_messages(const JsonObject& o) {
     return out;
 }
 
+// The request's messages through the chat template (the prompt's text).
+std::string render_chat(const JsonObject& o, const tok::ChatTemplate& chat_template, bool add_generation_prompt) {
+    const tok::tmpl::Json messages = read_messages(o);
+    try {
+        return chat_template.render(messages, add_generation_prompt);
+    } catch (const tok::tmpl::RenderError& e) {
+        throw bad_request("messages", e.what());
+    }
+}
+
 // The prompt: the checkpoint's chat template applied to the messages, then tokenised.
 std::vector<int> chat_prompt(const JsonObject& o, const ApiLimits& limits) {
     if (!limits.chat_template)
@@ -197,13 +207,7 @@ std::vector<int> chat_prompt(const JsonObject& o, const ApiLimits& limits) {
                                           ? "this model has no chat_template (tokenizer_config.json), so it takes no chat "
                                             "messages; use /v1/completions with a prompt"
                                           : limits.chat_template_problem);
-    const tok::tmpl::Json messages = read_messages(o);
-    std::string text;
-    try {
-        text = limits.chat_template->render(messages, true);
-    } catch (const tok::tmpl::RenderError& e) {
-        throw bad_request("messages", e.what());
-    }
+    const std::string text = render_chat(o, *limits.chat_template, true);
     std::vector<int> ids;
     field("messages", [&] { ids = limits.tokenizer->encode(text); });
     if (ids.empty()) throw bad_request("messages", "the chat template rendered these messages as no tokens");
@@ -246,6 +250,11 @@ CompletionRequest parse_chat_request(std::string_view body, const ApiLimits& lim
     r.prompt = chat_prompt(o, limits);
     read_after_prompt(o, r, limits);
     return r;
+}
+
+std::string chat_prompt_text(const Json& request, const tok::ChatTemplate& chat_template, bool add_generation_prompt) {
+    if (!request.is_object()) throw bad_request("", "the request must be a JSON object with messages, got " + describe_json(request));
+    return render_chat(JsonObject(request, "request"), chat_template, add_generation_prompt);
 }
 
 std::string error_json(const ApiError& e) {

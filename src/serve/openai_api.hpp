@@ -62,6 +62,13 @@ CompletionRequest parse_completion_request(std::string_view body, const ApiLimit
 // when the model has none, the template refuses the messages, or they fail the checks.
 CompletionRequest parse_chat_request(std::string_view body, const ApiLimits& limits);
 
+// The prompt text /v1/chat/completions gives the model for `request`'s
+// messages ({"messages": [...]}, checked as the endpoint checks them):
+// `chat_template` rendered with them (pdlab chat-prompt shows it). ApiError
+// (400) on bad messages, or when the template refuses them (raise_exception).
+std::string chat_prompt_text(const nlohmann::json& request, const tok::ChatTemplate& chat_template,
+                             bool add_generation_prompt);
+
 // What every response of one request carries.
 struct ResponseMeta {
     std::string id;        // "cmpl-7"
