@@ -38,9 +38,9 @@ from sandbox_work import sandbox_work
 # and the rubric checks whose tests catch it (every other check must not).
 WRONG = {
     "08": {
-        "what": "budget_for_target rounds the rows up: its step can run past the aim",
-        "solution": "std::floor((target_ms - cost.weights_ms) / cost.per_row_ms)",
-        "student": "std::ceil((target_ms - cost.weights_ms) / cost.per_row_ms)",
+        "what": "budget_for_target rounds the rows up: its step can run past the target",
+        "solution": "std::floor((line_ms - cost.weights_ms) / cost.per_row_ms)",
+        "student": "std::ceil((line_ms - cost.weights_ms) / cost.per_row_ms)",
         "broken": {"budget for a target", "the controller in the scheduler"},
     },
     "09": {
