@@ -1,5 +1,6 @@
 #include "io/template_eval.hpp"
 
+#include <climits>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -219,9 +220,19 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         return {true, r, nullptr};
     }
     const long long p = a.j.get<long long>(), q = b.j.get<long long>();
-    if ((op == "%" || op == "//") && q == 0) error("division by zero");
+    long long r = 0;
+    if (op == "+" || op == "-" || op == "*") {
+        // Python's integers do not overflow; 64 bits do: refuse rather than wrap.
+        const bool over = op == "+" ? __builtin_add_overflow(p, q, &r)
+                        : op == "-" ? __builtin_sub_overflow(p, q, &r) : __builtin_mul_overflow(p, q, &r);
+        if (over) error("an integer past 64 bits");
+        return {true, r, nullptr};
+    }
+    // Only // and % divide: p / q with q == 0 (or LLONG_MIN / -1) traps the CPU, SIGFPE.
+    if (q == 0) error("division by zero");
+    if (p == LLONG_MIN && q == -1) error("an integer past 64 bits");
     const long long fl = p / q - ((p % q != 0) && ((p < 0) != (q < 0)));  // Python's floor division
-    const long long r = op == "+" ? p + q : op == "-" ? p - q : op == "*" ? p * q : op == "//" ? fl : p - q * fl;
+    r = op == "//" ? fl : p - q * fl;
     return {true, r, nullptr};
 }
 

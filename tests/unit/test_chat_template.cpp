@@ -56,6 +56,20 @@ TEST_CASE("engine.chat_template.expressions") {
     CHECK(render("{{ x|default('d') }}{{ ''|default('e', true) }}{{ 'f'|default('g') }}") == "def");
 }
 
+TEST_CASE("engine.chat_template.integer_edges") {
+    // Qwen3's template subtracts loop.index0, 0 on the first turn: a subtraction
+    // once divided by it and killed the server (SIGFPE).
+    CHECK(render("{% for m in messages %}{{ (messages|length - 1) - loop.index0 }}{% endfor %}",
+                 chat({{"user", "a"}, {"user", "b"}})) == "10");
+    const std::string big = "(999999999999999999 * 9 + 223372036854775816)";  // 2^63 - 1, past the lexer's 18 digits
+    CHECK(render("{{ 5 - 0 }} {{ 0 * 3 }} {{ " + big + " }} {{ -" + big + " - 1 }}") ==
+          "5 0 9223372036854775807 -9223372036854775808");
+    CHECK(render_error("{{ 1 // 0 }}", Json::array()).find("division by zero") != std::string::npos);
+    CHECK(render_error("{{ 1 % 0 }}", Json::array()).find("division by zero") != std::string::npos);
+    CHECK(render_error("{{ " + big + " + 1 }}", Json::array()).find("64 bits") != std::string::npos);
+    CHECK(render_error("{{ (-" + big + " - 1) // -1 }}", Json::array()).find("64 bits") != std::string::npos);
+}
+
 TEST_CASE("engine.chat_template.strings_and_slices") {
     CHECK(render("{{ 'abcdef'[1:3] }}{{ 'abc'[::-1] }}{{ 'abc'[-1] }}{{ 'héé'[1] }}") == "bccbacé");
     CHECK(render("{% for m in messages[1:] %}{{ m.content }}{% endfor %}", chat({{"a", "1"}, {"b", "2"}, {"c", "3"}})) == "23");
