@@ -197,7 +197,7 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     const lab08::SloOptions so{target_ms, 0.8, min_budget(o), b.tokens, 32, pairs_per_row(model->config), 2};
     lab08::SloBudgetPolicy slo(so, [&] { return 1e3 * now(); });
     serve::StepPolicy& policy = b.slo ? static_cast<serve::StepPolicy&>(slo) : fixed;
-    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, -1, true, std::nullopt});
+    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, {}, true, std::nullopt});
     const int n = o.streams + 1;
     std::vector<serve::RequestTiming> t(static_cast<std::size_t>(n));
     Row row;

@@ -238,7 +238,7 @@ TEST_CASE("lab08.controller.holds_the_target_with_the_largest_budget") {
         const SloOptions o{target, kAim, lo, 4096, 32, m.pairs_per_row, 2};
         HashEngine engine;
         SloBudgetPolicy policy(o, [&] { return m.now_ms; });
-        Scheduler s(engine, policy, {{streams + 1, 4096, false}, 1 << 20, -1, true, std::nullopt});
+        Scheduler s(engine, policy, {{streams + 1, 4096, false}, 1 << 20, {}, true, std::nullopt});
         std::vector<Request> rs;
         for (int i = 0; i < streams; i++) rs.push_back({i, in.tokens(1, kHashVocab), 300, {}});
         const Request newcomer{streams, in.tokens(prompt, kHashVocab), 4, {}};
