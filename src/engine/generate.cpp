@@ -29,7 +29,7 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     const int slot = opts.slot;
     engine.reset(slot);
     std::vector<int> seq(prompt.begin(), prompt.end());  // every token so far (for no-cache mode)
-    const StopLimits stop{eos_ids(c.eos_id, opts.stop_at_eos), opts.max_new_tokens, engine.max_seq()};
+    const StopLimits stop{eos_ids(c.eos_ids, opts.stop_at_eos), opts.max_new_tokens, engine.max_seq()};
     const double t_start = now_ms();
 
     // Until the stop rule ends it (the check above keeps the context from doing so).

@@ -17,7 +17,7 @@ struct GenerateOptions {
     int max_new_tokens = 32;
     SamplerConfig sampler;       // temperature 0 = greedy
     bool use_cache = true;       // false: recompute the whole sequence every step
-    bool stop_at_eos = true;     // stop when the model emits its eos token
+    bool stop_at_eos = true;     // stop when the model emits any of its EOS ids (Config::eos_ids)
     int slot = 0;                // which cache slot (sequence) to use
 };
 

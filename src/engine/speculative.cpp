@@ -256,7 +256,7 @@ SpeculativeResult speculative_generate(Engine& target, Engine& draft, std::span<
     AcceptRule chosen = rule ? rule : (greedy ? AcceptRule(greedy_accept) : AcceptRule(sampling_accept));
     Run r{target, draft, opts, std::move(chosen), on_token, Rng(opts.sampler.seed),
           target.config().vocab_size, greedy, 0, {}, {}, {}, {}, {}, int(prompt.size()),
-          {eos_ids(target.config().eos_id, opts.stop_at_eos), opts.max_new_tokens, std::min(target.max_seq(), draft.max_seq())},
+          {eos_ids(target.config().eos_ids, opts.stop_at_eos), opts.max_new_tokens, std::min(target.max_seq(), draft.max_seq())},
           {}};
     if (opts.max_new_tokens == 0) return r.res;
 

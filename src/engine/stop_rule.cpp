@@ -19,9 +19,9 @@ bool is_eos(std::span<const int> eos_ids, int token) {
     return std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end();
 }
 
-std::vector<int> eos_ids(int eos_id, bool honour) {
-    if (!honour || eos_id < 0) return {};
-    return {eos_id};
+std::vector<int> eos_ids(std::span<const int> ids, bool honour) {
+    if (!honour) return {};
+    return {ids.begin(), ids.end()};
 }
 
 }  // namespace pd

@@ -35,8 +35,8 @@ int stop_room(const StopLimits& l, int prompt_len, int generated);
 // Whether `token` is one of `eos_ids`.
 bool is_eos(std::span<const int> eos_ids, int token);
 
-// The list of one EOS id (a Config's eos_id), or none where it is -1 or
-// `honour` is false (--ignore-eos).
-std::vector<int> eos_ids(int eos_id, bool honour = true);
+// The ids a run stops at: `ids` (a Config's eos_ids), or none where `honour`
+// is false (--ignore-eos, ignore_eos).
+std::vector<int> eos_ids(std::span<const int> ids, bool honour = true);
 
 }  // namespace pd

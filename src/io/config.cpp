@@ -66,8 +66,10 @@ void validate(const Config& c, const std::string& origin) {
     if (c.family == Family::gpt2 && c.n_heads * c.head_dim != c.dim)
         fail("{}: GPT-2 needs n_embd ({}) divisible by n_head ({})", origin, c.dim, c.n_heads);
     if (c.sliding_window < 0) fail("{}: sliding_window must be positive, got {}", origin, c.sliding_window);
-    if (c.bos_id >= c.vocab_size || c.eos_id >= c.vocab_size)
-        fail("{}: bos/eos token id is outside the vocabulary of {}", origin, c.vocab_size);
+    if (c.bos_id >= c.vocab_size)
+        fail("{}: bos_token_id {} is outside the vocabulary of {}", origin, c.bos_id, c.vocab_size);
+    for (int id : c.eos_ids)
+        if (id >= c.vocab_size) fail("{}: eos_token_id {} is outside the vocabulary of {}", origin, id, c.vocab_size);
 }
 
 namespace {
@@ -87,13 +89,21 @@ float config_float_or(const JsonObject& j, const char* key, float fallback) {
     return float(j.number_or(key, fallback, 0.0, 1e30));
 }
 
-// bos/eos: an id, a list of ids (Llama 3 lists several eos; the first is
-// used), or absent (-1).
-int token_id(const JsonObject& j, const char* key) {
+// eos_token_id and the like: an id, a list of ids, or absent or null (none).
+std::vector<int> token_ids(const JsonObject& j, const char* key) {
     const Json* v = j.find(key);
-    if (!v) return -1;
-    if (v->is_array()) return v->empty() ? -1 : int(json_integer((*v)[0], j.where(key), 0, kMaxConfigInt));
-    return int(json_integer(*v, j.where(key), 0, kMaxConfigInt));
+    if (!v) return {};
+    if (!v->is_array()) return {int(json_integer(*v, j.where(key), 0, kMaxConfigInt))};
+    std::vector<int> ids;
+    for (const Json& id : *v) ids.push_back(int(json_integer(id, j.where(key), 0, kMaxConfigInt)));
+    return ids;
+}
+
+// bos: an id, or absent (-1). A list keeps its first: bos_id is only checked
+// against the vocabulary, nothing prepends it.
+int token_id(const JsonObject& j, const char* key) {
+    const std::vector<int> ids = token_ids(j, key);
+    return ids.empty() ? -1 : ids[0];
 }
 
 void read_gpt2(const JsonObject& j, Config& c) {
@@ -253,7 +263,7 @@ Config parse_hf_config(std::string_view text, const std::string& origin) {
     refuse_unimplemented(j, type);
     c.model_type = type;
     c.bos_id = token_id(j, "bos_token_id");
-    c.eos_id = token_id(j, "eos_token_id");
+    c.eos_ids = token_ids(j, "eos_token_id");
     validate(c, origin);
     return c;
 }
@@ -278,10 +288,30 @@ std::vector<std::string> unknown_config_keys(std::string_view text, const std::s
     return unknown;
 }
 
+namespace {
+
+// generation_config.json's eos_token_id replaces config.json's where that file
+// gives one, as transformers' generate() does (absent or null: config.json's
+// stand). Llama 3.x lists its end-of-turn ids there. The file's other keys are
+// not applied but named (io/generation_config.hpp).
+void apply_generation_eos(const std::filesystem::path& folder, Config& c) {
+    const std::filesystem::path path = folder / "generation_config.json";
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return;
+    const Json root = parse_json(read_regular_file(path, kMaxJsonFileBytes, ""), path.string());
+    const JsonObject j(root, path.string());
+    if (!j.find("eos_token_id")) return;
+    c.eos_ids = token_ids(j, "eos_token_id");
+    validate(c, path.string());
+}
+
+}  // namespace
+
 Config load_hf_config(const std::filesystem::path& path) {
     std::string text = read_regular_file(path, kMaxJsonFileBytes, "; a Hugging Face model folder needs a config.json");
     Config c = parse_hf_config(text, path.string());
     c.name = path.parent_path().string();
+    apply_generation_eos(path.parent_path(), c);
     return c;
 }
 

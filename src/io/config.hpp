@@ -67,8 +67,12 @@ struct Config {
     bool qkv_bias = false;  // q/k/v projections have biases (Qwen2; GPT-2 has every bias)
     int sliding_window = 0; // > 0: query i sees keys i-W+1 .. i only (Mistral); 0: every earlier key
     RopeScaling rope_scaling;
-    int bos_id = -1;        // -1: the model has none
-    int eos_id = -1;
+    int bos_id = -1;        // -1: the model has none (only checked: nothing prepends it)
+    // The end-of-sequence ids: any of them ends a sequence (Llama 3.1 lists
+    // 128001, 128008 and 128009). config.json's eos_token_id (an id or a list),
+    // replaced by generation_config.json's where that file gives one, as
+    // transformers' generate() does (load_hf_config). Empty: none.
+    std::vector<int> eos_ids;
 
     int q_dim() const { return n_heads * head_dim; }
     int kv_dim() const { return n_kv_heads * head_dim; }
@@ -94,12 +98,14 @@ const char* family_name(Family f);
 // a UserError that names the offending field of `origin`.
 void validate(const Config& c, const std::string& origin);
 
-// Reads a Hugging Face config.json (model_type gpt2, llama, mistral or qwen2);
-// a UserError for a file that is not a regular file, bad JSON, a wrong type,
-// an integer field that is fractional or out of range, or a key that changes
-// the math in a way the kit does not implement (named; see config.cpp's list).
+// Reads a Hugging Face config.json (model_type gpt2, llama, mistral or qwen2),
+// and the eos_token_id of the generation_config.json beside it, if any (it
+// replaces config.json's ids); a UserError for a file that is not a regular
+// file, bad JSON, a wrong type, an integer field that is fractional or out of
+// range, or a key that changes the math in a way the kit does not implement
+// (named; see config.cpp's list).
 Config load_hf_config(const std::filesystem::path& config_json);
-// The same from the file's text; `origin` names it in messages.
+// config.json alone, from the file's text; `origin` names it in messages.
 Config parse_hf_config(std::string_view text, const std::string& origin);
 
 // The keys of a config.json (its text) the kit neither reads, nor refuses when

@@ -12,19 +12,15 @@ namespace pd {
 
 namespace {
 
-// Keys that leave the tokens alone: bookkeeping, and the padding of batches.
-bool changes_nothing(std::string_view key) {
+// Keys that leave the tokens alone (bookkeeping, the padding of batches), and
+// eos_token_id, which load_hf_config applies.
+bool nothing_to_name(std::string_view key) {
     static const std::vector<std::string_view> keys = {"transformers_version", "_from_model_config",
                                                        "pad_token_id", "bos_token_id", "use_cache",
                                                        "output_attentions", "output_hidden_states",
-                                                       "return_dict_in_generate", "output_scores"};
+                                                       "return_dict_in_generate", "output_scores",
+                                                       "eos_token_id"};
     return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
-
-// eos_token_id that stops where config.json's does: the same id, or a list of it alone.
-bool same_eos(const Json& v, const Config& c) {
-    if (v.is_number_integer()) return v.get<long long>() == c.eos_id;
-    return v.is_array() && v.size() == 1 && v[0].is_number_integer() && v[0].get<long long>() == c.eos_id;
 }
 
 std::string clipped_dump(const Json& v) {
@@ -34,7 +30,7 @@ std::string clipped_dump(const Json& v) {
 
 }  // namespace
 
-std::vector<GenerationKey> generation_keys_not_applied(const std::filesystem::path& folder, const Config& c) {
+std::vector<GenerationKey> generation_keys_not_applied(const std::filesystem::path& folder) {
     const std::filesystem::path path = folder / "generation_config.json";
     std::error_code ec;
     if (folder.empty() || !std::filesystem::exists(path, ec)) return {};
@@ -42,8 +38,7 @@ std::vector<GenerationKey> generation_keys_not_applied(const std::filesystem::pa
     const JsonObject j(root, path.string());
     std::vector<GenerationKey> keys;
     for (const auto& [key, value] : j.json().items()) {
-        if (value.is_null() || changes_nothing(key)) continue;
-        if (key == "eos_token_id" && same_eos(value, c)) continue;
+        if (value.is_null() || nothing_to_name(key)) continue;
         keys.push_back({key, clipped_dump(value)});
     }
     return keys;
@@ -54,8 +49,8 @@ std::string describe_not_applied(const std::vector<GenerationKey>& keys) {
     std::string asks;
     for (const GenerationKey& k : keys) asks += fmt::format("{}{} {}", asks.empty() ? "" : ", ", k.key, k.value);
     return "generation_config.json asks for " + asks +
-           "; not applied: the kit samples as --temperature/--top-k/--top-p say and stops at config.json's "
-           "eos_token_id";
+           "; not applied: the kit samples as --temperature/--top-k/--top-p (or the request) say, for as "
+           "many tokens as -n (or max_tokens) says, and implements no other decoding option";
 }
 
 }  // namespace pd

@@ -21,12 +21,12 @@ void print_keys_not_acted_on(const LoadedModel& loaded) {
         std::printf("config keys      unknown to the kit, ignored (check they leave the math alone): %s\n",
                     fmt::format("{}", fmt::join(unknown, ", ")).c_str());
     const std::string generation =
-        describe_not_applied(generation_keys_not_applied(loaded.folder, loaded.model->config));
+        describe_not_applied(generation_keys_not_applied(loaded.folder));
     if (!generation.empty()) std::printf("generation       %s\n", generation.c_str());
 }
 
 void note_generation_config(const LoadedModel& loaded) {
-    const std::string note = describe_not_applied(generation_keys_not_applied(loaded.folder, loaded.model->config));
+    const std::string note = describe_not_applied(generation_keys_not_applied(loaded.folder));
     if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
 }
 

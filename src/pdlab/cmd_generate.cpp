@@ -110,8 +110,8 @@ void check_speculate_flags(GenerateCliOptions& o) {
 }
 
 // Streams each token's text to stdout as it is chosen (not an EOS token the run stops at).
-std::function<void(int)> print_tokens(StreamDecoder& stream, int eos_id, bool stop_at_eos) {
-    return [&stream, eos = eos_ids(eos_id, stop_at_eos)](int id) {
+std::function<void(int)> print_tokens(StreamDecoder& stream, const Config& c, bool stop_at_eos) {
+    return [&stream, eos = eos_ids(c.eos_ids, stop_at_eos)](int id) {
         if (is_eos(eos, id)) return;
         std::fputs(stream.push(id).c_str(), stdout);
         std::fflush(stdout);
@@ -165,7 +165,7 @@ int run_speculative(const GenerateCliOptions& o, Session& s, const std::vector<i
     StreamDecoder stream(s.loaded.tokenizer);
     if (!o.prompt.text.empty()) std::fputs(o.prompt.text.c_str(), stdout);
     SpeculativeResult r = speculative_generate(*s.engine, *d.engine, ids, so, {},
-                                               print_tokens(stream, s.engine->config().eos_id, so.stop_at_eos));
+                                               print_tokens(stream, s.engine->config(), so.stop_at_eos));
     std::fputs((stream.flush() + "\n").c_str(), stdout);
     std::fflush(stdout);
     print_speculation(o, *s.engine, ids.size(), r);
@@ -193,7 +193,7 @@ int run_generate(GenerateCliOptions& o) {
     g.stop_at_eos = !o.ignore_eos;
     StreamDecoder stream(tok);
     if (!o.prompt.text.empty()) std::fputs(o.prompt.text.c_str(), stdout);
-    GenerateResult r = generate(*s.engine, ids, g, print_tokens(stream, s.engine->config().eos_id, g.stop_at_eos));
+    GenerateResult r = generate(*s.engine, ids, g, print_tokens(stream, s.engine->config(), g.stop_at_eos));
     std::fputs(stream.flush().c_str(), stdout);
     std::fputs("\n", stdout);
     if (o.trace) std::fputs(format_trace(r.trace).c_str(), stdout);

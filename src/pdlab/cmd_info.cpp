@@ -1,6 +1,8 @@
 // pdlab info: what a model is, and what it costs in memory.
 #include <cstdio>
 
+#include <fmt/ranges.h>
+
 #include "checkpoint_notes.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -28,6 +30,12 @@ static std::string family_traits_line(const Config& c) {
     return s;
 }
 
+// The ids any of which ends a sequence (config.json's, or generation_config.json's where it lists them).
+static std::string eos_line(const Config& c) {
+    if (c.eos_ids.empty()) return "none: a run ends at its length";
+    return fmt::format("{} {}", c.eos_ids.size() == 1 ? "id" : "any of ids", fmt::join(c.eos_ids, ", "));
+}
+
 Command add_info(CLI::App& app) {
     auto o = std::make_shared<CommonOptions>();
     auto* sub = app.add_subcommand("info",
@@ -52,6 +60,7 @@ Command add_info(CLI::App& app) {
                     c.head_dim);
         std::printf("vocabulary       %d (%s)\n", c.vocab_size, s.loaded.tokenizer.kind().c_str());
         std::printf("context          %d positions\n", c.max_seq_len);
+        std::printf("end of sequence  %s\n", eos_line(c).c_str());
         std::printf("output head      %s\n", c.tied_head ? "tied to the token embedding" : "separate");
         std::printf("parameters       %.2f M\n", double(c.n_params()) / 1e6);
         std::printf("matrix weights   %.1f MB in %s (read once per decode step)\n",

@@ -305,7 +305,7 @@ int run_serve_sim(ServeSimOptions& o) {
     serve::CountingServingEngine counted(*sv.engine);
     serve::ContinuousBatching policy;
     const int max_model_len = o.engine == "slot" ? s.engine->max_seq() : context;
-    serve::SchedulerConfig sc{o.limits, max_model_len, c.eos_id, o.ignore_eos, std::nullopt, o.speculative};
+    serve::SchedulerConfig sc{o.limits, max_model_len, c.eos_ids, o.ignore_eos, std::nullopt, o.speculative};
     serve::Scheduler scheduler(counted, policy, sc);
     const auto r = serve::replay(scheduler, trace, requests, !o.quiet);
     finish_timeline(timeline.get(), o.timeline.path);

@@ -18,7 +18,7 @@ SchedulerConfig scheduler_config(const ServingEngine& engine, Tokenizer tokenize
     SchedulerConfig c;
     c.limits = limits;
     c.max_model_len = context;
-    c.eos_id = engine.config().eos_id;
+    c.eos_ids = engine.config().eos_ids;
     c.tokenizer = std::move(tokenizer);  // the scheduler's finish rule turns ids into text
     return c;
 }

@@ -73,7 +73,7 @@ void Scheduler::add(Request r, const Sampling& sampling, double arrival_s) {
     FinishRule finish;
     try {
         finish = FinishRule(cfg_.tokenizer, int(r.prompt.size()),
-                            {{eos_ids(cfg_.eos_id, !(sampling.ignore_eos || cfg_.ignore_eos)), r.max_tokens,
+                            {{eos_ids(cfg_.eos_ids, !(sampling.ignore_eos || cfg_.ignore_eos)), r.max_tokens,
                               cfg_.max_model_len},
                              std::move(r.stop)});
     } catch (const UserError& e) {

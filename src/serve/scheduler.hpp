@@ -69,7 +69,7 @@ struct TokenEvent {
 struct SchedulerConfig {
     StepLimits limits;
     int max_model_len = 0;  // positions per sequence, prompt + output (> 0)
-    int eos_id = -1;        // -1: none
+    std::vector<int> eos_ids;  // any of them ends a request (the model's Config::eos_ids); empty: none
     bool ignore_eos = false;
     std::optional<Tokenizer> tokenizer;  // ids -> text, for events' text and stop strings
     // Speculative decoding by n-gram lookup (k = 0: off). Greedy requests

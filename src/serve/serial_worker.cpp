@@ -65,7 +65,7 @@ void SerialWorker::run(Job& job) {
     metrics_.started(seconds(start - job.received));
     Sampler sampler = make_sampler(r.sampler, engine_.config().vocab_size);
     FinishRule rule(tokenizer_, int(r.prompt.size()),
-                    {{eos_ids(engine_.config().eos_id, !r.ignore_eos), r.max_tokens, engine_.max_seq()}, r.stop});
+                    {{eos_ids(engine_.config().eos_ids, !r.ignore_eos), r.max_tokens, engine_.max_seq()}, r.stop});
     Clock::time_point last_token = start;
     engine_.reset(kSlot);
     const float* logits = engine_.prefill(kSlot, r.prompt);  // (vocab) logits of the last prompt position

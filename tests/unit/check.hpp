@@ -1,7 +1,8 @@
-// Helpers shared by the unit tests: random inputs and the llm.c-style
-// closeness check |got - ref| <= atol + rtol * |ref|.
+// Helpers shared by the unit tests: random inputs, the llm.c-style
+// closeness check |got - ref| <= atol + rtol * |ref|, and lists of EOS ids.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -48,6 +49,23 @@ inline void check_close(const std::vector<float>& got, const std::vector<float>&
                         float rtol, const std::string& what) {
     REQUIRE(got.size() == ref.size());
     check_close(got.data(), ref.data(), got.size(), atol, rtol, what);
+}
+
+// Two lists of three EOS ids for `run` (tokens generated past every EOS): run[p]
+// is the 2nd id of one, the 3rd of the other, and the other ids are none of
+// run[0..p]. A run that honours either list ends at run[p]'s first occurrence.
+inline std::vector<std::vector<int>> eos_lists_hitting(const std::vector<int>& run, std::size_t p) {
+    const auto end = run.begin() + std::ptrdiff_t(p) + 1;
+    std::vector<int> misses;
+    for (int id = 0; misses.size() < 2; id++)
+        if (std::find(run.begin(), end, id) == end) misses.push_back(id);
+    return {{misses[0], run[p], misses[1]}, {misses[0], misses[1], run[p]}};
+}
+
+// `run` up to and including the first occurrence of run[p]: where either list
+// of eos_lists_hitting(run, p) stops it.
+inline std::vector<int> until_first(const std::vector<int>& run, std::size_t p) {
+    return {run.begin(), std::find(run.begin(), run.end(), run[p]) + 1};
 }
 
 }  // namespace pd::test

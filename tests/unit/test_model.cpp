@@ -268,6 +268,31 @@ TEST_CASE("engine.model.generate_fills_the_context_exactly") {
     CHECK_THROWS_WITH_AS(generate(*engine, prompt, g), doctest::Contains("context length of 64"), UserError);
 }
 
+// A checkpoint lists several EOS ids (Llama 3.1: 128001, 128008, 128009):
+// generate stops at whichever comes first, the 2nd or 3rd of the list too, and
+// runs past all of them with stop_at_eos off (--ignore-eos).
+TEST_CASE("engine.model.generate_stops_at_any_eos_id") {
+    auto lm = load_model("tiny", Precision::f32, false);
+    const std::vector<int> prompt = lm.tokenizer.encode("Once upon a time");
+    GenerateOptions g;
+    g.max_new_tokens = 16;
+    g.stop_at_eos = false;
+    const std::vector<int> free_run = generate(*make_engine(lm.model, {}), prompt, g).generated_ids;
+    for (std::size_t p : {3, 7})
+        for (const std::vector<int>& eos : eos_lists_hitting(free_run, p)) {
+            INFO("EOS ids " << eos[0] << ", " << eos[1] << ", " << eos[2] << "; output " << p);
+            auto model = std::make_shared<Model>(*lm.model);
+            model->config.eos_ids = eos;
+            auto engine = make_engine(model, {});
+            g.stop_at_eos = true;
+            const GenerateResult r = generate(*engine, prompt, g);
+            CHECK(r.generated_ids == until_first(free_run, p));
+            CHECK(r.stopped_at_eos);
+            g.stop_at_eos = false;
+            CHECK(generate(*engine, prompt, g).generated_ids == free_run);
+        }
+}
+
 TEST_CASE("engine.model.decode_of_a_full_batch_keeps_its_buffers") {
     // model.hpp promises that decode never allocates: that holds for a batch
     // larger than the small-M kernel's 16 rows too.

@@ -122,7 +122,7 @@ TEST_CASE("engine.config.hf_llama_and_gpt2") {
     CHECK(c.q_dim() == 128);
     CHECK(c.kv_dim() == 32);
     CHECK(c.group_size() == 4);
-    CHECK(c.eos_id == 2);
+    CHECK(c.eos_ids == std::vector<int>{2, 3});  // every id of the list, not the first
     CHECK(c.rope_theta == 500000.0f);
     std::ofstream(d / "config.json") << R"({"model_type":"gpt2","n_embd":48,"n_layer":2,"n_head":4,
         "n_positions":32,"vocab_size":100,"layer_norm_epsilon":1e-5})";
@@ -151,16 +151,14 @@ TEST_CASE("engine.config.unknown_keys_named") {
           std::vector<std::string>{"hidden_size"});
 }
 
-// generation_config.json is not applied; every key of it that changes the
-// tokens is named, an eos that agrees with config.json's and bookkeeping are not.
+// generation_config.json's decoding keys are not applied; every one that
+// changes the tokens is named. Its eos_token_id is applied (below), so never named.
 TEST_CASE("engine.config.generation_config_named") {
     fs::path d = temp_dir("gen");
-    Config c;
-    c.eos_id = 2;
-    CHECK(generation_keys_not_applied(d, c).empty());  // no file
-    std::ofstream(d / "generation_config.json") << R"({"transformers_version":"4.44","eos_token_id":2,
+    CHECK(generation_keys_not_applied(d).empty());  // no file
+    std::ofstream(d / "generation_config.json") << R"({"transformers_version":"4.44","eos_token_id":[2,7],
         "pad_token_id":0,"do_sample":true,"temperature":0.6,"top_p":0.9})";
-    std::vector<GenerationKey> keys = generation_keys_not_applied(d, c);
+    std::vector<GenerationKey> keys = generation_keys_not_applied(d);
     REQUIRE(keys.size() == 3);
     CHECK(keys[0].key == "do_sample");
     CHECK(keys[1].key == "temperature");
@@ -169,13 +167,43 @@ TEST_CASE("engine.config.generation_config_named") {
     const std::string line = describe_not_applied(keys);
     CHECK(line.find("temperature 0.6") != std::string::npos);
     CHECK(line.find("not applied") != std::string::npos);
-    // More end-of-sequence ids than config.json's: named (the kit stops at id 2 only).
-    std::ofstream(d / "generation_config.json") << R"({"eos_token_id":[2,7]})";
-    keys = generation_keys_not_applied(d, c);
-    REQUIRE(keys.size() == 1);
-    CHECK(keys[0].value == "[2,7]");
     std::ofstream(d / "generation_config.json") << "[1,2]";
-    CHECK_THROWS_AS(generation_keys_not_applied(d, c), UserError);
+    CHECK_THROWS_AS(generation_keys_not_applied(d), UserError);
+    fs::remove_all(d);
+}
+
+// The end-of-sequence ids: config.json's (an id or a list), replaced by
+// generation_config.json's where it gives them, as transformers does.
+TEST_CASE("engine.config.eos_ids_from_generation_config") {
+    fs::path d = temp_dir("eos");
+    const std::string config = R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+        "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"eos_token_id":)";
+    auto eos_with = [&](const std::string& config_eos, const std::string& generation) {
+        std::ofstream(d / "config.json") << config << config_eos << "}";
+        if (generation.empty()) fs::remove(d / "generation_config.json");
+        else std::ofstream(d / "generation_config.json") << generation;
+        return load_hf_config(d / "config.json").eos_ids;
+    };
+    using Ids = std::vector<int>;
+    CHECK(eos_with("[5,6,7]", "") == Ids{5, 6, 7});
+    CHECK(eos_with("5", "") == Ids{5});
+    CHECK(eos_with("null", "") == Ids{});
+    // Llama 3.1: config.json and generation_config.json both list three; 3.0 Instruct one and three.
+    CHECK(eos_with("5", R"({"eos_token_id":[5,8,9]})") == Ids{5, 8, 9});
+    CHECK(eos_with("[5,6]", R"({"eos_token_id":9})") == Ids{9});
+    CHECK(eos_with("null", R"({"eos_token_id":[8,9]})") == Ids{8, 9});
+    // Absent or null there: config.json's stand. An empty list: none.
+    CHECK(eos_with("[5,6]", R"({"temperature":0.6})") == Ids{5, 6});
+    CHECK(eos_with("[5,6]", R"({"eos_token_id":null})") == Ids{5, 6});
+    CHECK(eos_with("[5,6]", R"({"eos_token_id":[]})") == Ids{});
+    // Bad ids are refused naming the file and the key.
+    CHECK_THROWS_WITH_AS(eos_with("[5,6]", R"({"eos_token_id":[5,300]})"),
+                         doctest::Contains("generation_config.json: eos_token_id 300 is outside the vocabulary"),
+                         UserError);
+    CHECK_THROWS_WITH_AS(eos_with("[5,6]", R"({"eos_token_id":["5"]})"),
+                         doctest::Contains("generation_config.json: eos_token_id"), UserError);
+    CHECK_THROWS_WITH_AS(eos_with("[5,\"x\"]", ""), doctest::Contains("config.json: eos_token_id"), UserError);
+    CHECK_THROWS_WITH_AS(eos_with("[5,900]", ""), doctest::Contains("eos_token_id 900 is outside"), UserError);
     fs::remove_all(d);
 }
 

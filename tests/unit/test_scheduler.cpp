@@ -69,12 +69,12 @@ int next_token(std::span<const int> history, int window = 0) {
 }
 
 // What one request yields alone: feed the prompt, then each output, hash after each.
-std::vector<int> alone(std::vector<int> tokens, int max_tokens, int eos = -1, int window = 0) {
+std::vector<int> alone(std::vector<int> tokens, int max_tokens, const std::vector<int>& eos = {}, int window = 0) {
     std::vector<int> out;
     while (int(out.size()) < max_tokens) {
         out.push_back(next_token(tokens, window));
         tokens.push_back(out.back());
-        if (out.back() == eos) break;
+        if (std::find(eos.begin(), eos.end(), out.back()) != eos.end()) break;
     }
     return out;
 }
@@ -326,11 +326,11 @@ TEST_CASE("serve.scheduler.stop_conditions") {
     const auto free_run = alone(prompt, 30);
     SUBCASE("eos") {
         SchedulerConfig c = config(2, 64);
-        c.eos_id = free_run[4];
+        c.eos_ids = {free_run[4]};
         Scheduler s(engine, policy, c);
         std::map<int, FinishReason> why;
         const auto got = run_all(s, {{1, prompt, 30, {}}}, &why);
-        CHECK(got.at(1) == alone(prompt, 30, c.eos_id));
+        CHECK(got.at(1) == alone(prompt, 30, c.eos_ids));
         CHECK(why.at(1) == FinishReason::eos);
         c.ignore_eos = true;
         Scheduler t(engine, policy, c);
@@ -428,17 +428,39 @@ TEST_CASE("serve.scheduler.per_request_sampling") {
     CHECK_MESSAGE(got.at(1) != got.at(2), "temperature 1 over 50 near-equal logits should leave the greedy path");
 }
 
+// A checkpoint lists several EOS ids (Llama 3.1: 128001, 128008, 128009): a
+// request stops at whichever comes first, as "stop", the 2nd or 3rd of the list too.
+TEST_CASE("serve.scheduler.stops_at_any_eos_id") {
+    FakeEngine engine(1000);
+    ContinuousBatching policy;
+    const std::vector<int> prompt = {5, 6, 7};
+    const auto free_run = alone(prompt, 30);
+    for (std::size_t p : {2, 4, 6})
+        for (const std::vector<int>& eos : pd::test::eos_lists_hitting(free_run, p)) {
+            INFO("EOS ids " << eos[0] << ", " << eos[1] << ", " << eos[2] << "; output " << p << " is "
+                 << free_run[p]);
+            SchedulerConfig c = config(2, 64);
+            c.eos_ids = eos;
+            Scheduler s(engine, policy, c);
+            std::map<int, FinishReason> why;
+            const auto got = run_all(s, {{1, prompt, 30, {}}}, &why);
+            CHECK(got.at(1) == pd::test::until_first(free_run, p));
+            CHECK(why.at(1) == FinishReason::eos);
+            CHECK(std::string(finish_reason_name(why.at(1))) == "stop");
+        }
+}
+
 TEST_CASE("serve.scheduler.per_request_ignore_eos") {
     FakeEngine engine(1000);
     ContinuousBatching policy;
     const std::vector<int> prompt = {5, 6, 7};
     const auto free_run = alone(prompt, 12);
     SchedulerConfig c = config(2, 64);
-    c.eos_id = free_run[3];
+    c.eos_ids = {free_run[3]};
     Scheduler s(engine, policy, c);
     const std::map<int, Sampling> sampling = {{2, {{}, true}}};  // 2 ignores EOS, 1 does not
     const auto got = run_all(s, {{1, prompt, 12, {}}, {2, prompt, 12, {}}}, nullptr, &sampling);
-    CHECK_MESSAGE(got.at(1) == alone(prompt, 12, c.eos_id), "a request that keeps EOS stops there");
+    CHECK_MESSAGE(got.at(1) == alone(prompt, 12, c.eos_ids), "a request that keeps EOS stops there");
     CHECK_MESSAGE(got.at(2) == free_run, "a request with ignore_eos runs to max_tokens, the other's EOS aside");
 }
 
@@ -522,7 +544,7 @@ TEST_CASE("serve.scheduler.speculative_equals_plain") {
             if (budget > 4) CHECK_MESSAGE(got.spec.proposed > 0, "a budget past the decode rows leaves room for proposals");
             for (const auto& r : rs) {
                 INFO("request " << r.id << ": speculation must give greedy decoding's tokens");
-                CHECK(got.tokens.at(r.id) == alone(r.prompt, r.max_tokens, -1, window));
+                CHECK(got.tokens.at(r.id) == alone(r.prompt, r.max_tokens, {}, window));
             }
         }
     // Outputs that loop: most proposals kept, fewer steps than without.
@@ -545,7 +567,7 @@ TEST_CASE("serve.scheduler.speculative_preemption") {
         if (window == 1) CHECK(got.spec.accepted > 0);
         for (const auto& r : rs) {
             INFO("request " << r.id);
-            CHECK(got.tokens.at(r.id) == alone(r.prompt, r.max_tokens, -1, window));
+            CHECK(got.tokens.at(r.id) == alone(r.prompt, r.max_tokens, {}, window));
         }
     }
 }
@@ -587,7 +609,7 @@ TEST_CASE("serve.scheduler.speculative_stops_inside_a_run") {
     FakeEngine engine(1000, 4, 1);
     ContinuousBatching policy;
     const std::vector<int> prompt = {5, 6, 7};
-    const auto free_run = alone(prompt, 40, -1, 1);
+    const auto free_run = alone(prompt, 40, {}, 1);
     SUBCASE("max_tokens") {
         long long accepted = 0;
         for (int m = 1; m <= 30; m++) {
@@ -602,12 +624,12 @@ TEST_CASE("serve.scheduler.speculative_stops_inside_a_run") {
     SUBCASE("eos") {
         for (int p = 3; p < 20; p++) {
             SchedulerConfig c = config(2, 64, false, 4);
-            c.eos_id = free_run[std::size_t(p)];
+            c.eos_ids = {free_run[std::size_t(p)]};
             Scheduler s(engine, policy, c);
             std::map<int, FinishReason> why;
             const auto got = run_all(s, {{1, prompt, 40, {}}}, &why);
-            INFO("EOS = output " << p << " (" << c.eos_id << ")");
-            CHECK(got.at(1) == alone(prompt, 40, c.eos_id, 1));
+            INFO("EOS = output " << p << " (" << c.eos_ids[0] << ")");
+            CHECK(got.at(1) == alone(prompt, 40, c.eos_ids, 1));
             CHECK(why.at(1) == FinishReason::eos);
         }
     }

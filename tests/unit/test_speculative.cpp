@@ -138,6 +138,31 @@ SpeculativeResult speculate(Engine& t, Engine& d, const std::vector<int>& prompt
 
 }  // namespace
 
+// The target lists several EOS ids: greedy speculation stops where plain
+// greedy does, at the first of them, even when it lies inside a run of
+// accepted draft tokens, the 2nd or 3rd id of the list too.
+TEST_CASE("engine.speculative.stops_at_any_eos_id") {
+    auto draft = make_engine(bundled().draft.model, {});
+    const std::vector<int> prompt = story_prompts(bundled().target.tokenizer)[0];
+    auto plain = make_engine(bundled().target.model, {});
+    const std::vector<int> free_run = plain_greedy(*plain, prompt, 24);
+    for (std::size_t p : {5, 11})
+        for (const std::vector<int>& eos : eos_lists_hitting(free_run, p)) {
+            auto model = std::make_shared<Model>(*bundled().target.model);
+            model->config.eos_ids = eos;
+            auto target = make_engine(model, {});
+            for (int k : {1, 4}) {
+                INFO("EOS ids " << eos[0] << ", " << eos[1] << ", " << eos[2] << "; output " << p << "; k " << k);
+                SpeculativeOptions o;
+                o.k = k;
+                o.max_new_tokens = 24;
+                const SpeculativeResult r = speculative_generate(*target, *draft, prompt, o);
+                CHECK(r.generated_ids == until_first(free_run, p));
+                CHECK(r.stopped_at_eos);
+            }
+        }
+}
+
 TEST_CASE("engine.speculative.greedy_equals_plain_greedy") {
     auto target = make_engine(bundled().target.model, {}), draft = make_engine(bundled().draft.model, {});
     const int n = 40;

@@ -41,9 +41,10 @@ TEST_CASE("engine.stop.every_eos_id") {
 }
 
 TEST_CASE("engine.stop.eos_ids_of_a_config") {
-    CHECK(pd::eos_ids(2) == std::vector<int>{2});
-    CHECK(pd::eos_ids(2, false).empty());
-    CHECK(pd::eos_ids(-1).empty());
+    const std::vector<int> config_ids = {128001, 128008, 128009};
+    CHECK(pd::eos_ids(config_ids) == config_ids);
+    CHECK(pd::eos_ids(config_ids, false).empty());  // --ignore-eos
+    CHECK(pd::eos_ids(std::vector<int>{}).empty());
     CHECK(pd::is_eos(std::vector<int>{2, 5}, 5));
     CHECK_FALSE(pd::is_eos(std::vector<int>{}, 5));
 }

@@ -32,6 +32,7 @@
 #include "exercise.hpp"
 #include "lab_main.hpp"
 #include "engine/sampler.hpp"
+#include "engine/stop_rule.hpp"
 #include "base/timing.hpp"
 #include "io/tokenizer.hpp"
 
@@ -178,12 +179,13 @@ Service serve(Engine& e, const Tokenizer& tok, const RequestSpec& r, SamplerConf
     const double t3 = now_ms();
     s.first_sample_ms = t3 - t2;
     s.token_rel_ms.push_back(t3 - t0);
-    // 4. Decode: one token per step, each streamed as soon as it is chosen.
-    for (int k = 1; k < r.output_len; k++) {
-        if (stop_at_eos && next == c.eos_id) {
-            s.stopped_at_eos = true;
-            break;
-        }
+    // 4. Decode: one token per step, each streamed as soon as it is chosen,
+    // until the engine's stop rule says the request is done (its output_len,
+    // or any of the model's EOS ids).
+    const StopLimits stop{eos_ids(c.eos_ids, stop_at_eos), r.output_len, e.max_seq()};
+    int generated = 1;
+    StopReason why = stop_after(stop, s.prompt_tokens, generated, next);
+    for (; why == StopReason::none; why = stop_after(stop, s.prompt_tokens, ++generated, next)) {
         double ms = e.time_ms([&] { logits = e.decode({&slot, 1}, {&next, 1}); });
         const double a = now_ms();
         next = sample(sampler, logits, c.vocab_size);
@@ -193,7 +195,7 @@ Service serve(Engine& e, const Tokenizer& tok, const RequestSpec& r, SamplerConf
         s.sample_stream_ms += b - a;
         s.token_rel_ms.push_back(b - t0);
     }
-    if (stop_at_eos && next == c.eos_id) s.stopped_at_eos = true;
+    s.stopped_at_eos = why == StopReason::eos;
     for (const auto& p : s.pieces) s.text += p;
     s.text += stream.flush();
     return s;

@@ -58,7 +58,7 @@ Run replay_once(Engine& e, const Options& o, double rate, const serve::Trace& tr
     serve::StepLimits lim = o.limits;
     lim.static_batching = static_batching;
     // ignore_eos: every request produces its max_tokens, so both modes do the same work.
-    serve::Scheduler s(serving, policy, {lim, e.max_seq(), e.config().eos_id, true, std::nullopt});
+    serve::Scheduler s(serving, policy, {lim, e.max_seq(), e.config().eos_ids, true, std::nullopt});
     Run run;
     // On a timeline, each replay is a process of its own, named by its mode and rate.
     const std::string name = fmt::format("{} batching, {} req/s", static_batching ? "static" : "continuous", rate);

@@ -119,7 +119,7 @@ Run replay_once(const cli::Session& s, const Options& o, const serve::Trace& tra
     serve::ContinuousBatching policy;
     const Config& c = s.loaded.model->config;
     // ignore_eos: every request produces its max_tokens, so both runs do the same work.
-    serve::Scheduler sched(counted, policy, {o.limits, c.max_seq_len, c.eos_id, true, std::nullopt});
+    serve::Scheduler sched(counted, policy, {o.limits, c.max_seq_len, c.eos_ids, true, std::nullopt});
     Run run;
     run.r = serve::replay(sched, trace, reqs, !o.quiet);
     run.m = serve::compute_serving_metrics(run.r.timings, run.r.duration_s);

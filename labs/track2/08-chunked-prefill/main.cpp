@@ -213,7 +213,7 @@ Row run_budget(const std::shared_ptr<const Model>& model, const Options& o, cons
     serve::ContinuousBatching fixed;
     lab08::SloBudgetPolicy slo(slo_options(o, model->config, target_ms, b.tokens), [&] { return 1e3 * now(); });
     serve::StepPolicy& policy = b.slo ? static_cast<serve::StepPolicy&>(slo) : fixed;
-    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, -1, true, std::nullopt});
+    serve::Scheduler s(*engine, policy, {{o.streams + 1, b.tokens, false}, context, {}, true, std::nullopt});
     const int n = o.streams + 1;
     std::vector<serve::RequestTiming> t(static_cast<std::size_t>(n));
     Row row;

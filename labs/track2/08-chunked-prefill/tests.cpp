@@ -291,7 +291,7 @@ struct Round {
 
 Round run_round(FakeMachine& m, HashEngine& engine, SloBudgetPolicy& policy, const std::vector<Request>& rs,
                 int max_batch) {
-    Scheduler s(engine, policy, {{max_batch, 4096, false}, 1 << 20, -1, true, std::nullopt});
+    Scheduler s(engine, policy, {{max_batch, 4096, false}, 1 << 20, {}, true, std::nullopt});
     const Request& newcomer = rs.back();
     for (std::size_t i = 0; i + 1 < rs.size(); i++) s.add(rs[i]);
     Round r;

@@ -136,7 +136,7 @@ serve::ReplayResult run_colocated(std::shared_ptr<const Model> model, const Opti
     serve::ContinuousBatching policy;
     // ignore_eos: every request produces its max_tokens, the context allowing, in both modes (the decode
     // workers are told to ignore EOS too), and both end at the context by the engine's one stop rule.
-    serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_id, true, std::nullopt});
+    serve::Scheduler s(engine, policy, {o.limits, c.max_seq_len, c.eos_ids, true, std::nullopt});
     return serve::replay(s, trace, reqs, !o.quiet, "colocated");  // a process of its own on a timeline
 }
 

@@ -262,7 +262,7 @@ pd::serve::ReplayResult replay_on(pd::serve::ServingEngine& engine, pd::serve::S
     pd::serve::SchedulerConfig sc;
     sc.limits = {cfg.max_seqs, cfg.max_tokens_per_step, false};
     sc.max_model_len = int(pd::serve::longest_request(reqs));  // every request's prompt and output fit
-    sc.eos_id = engine.config().eos_id;
+    sc.eos_ids = engine.config().eos_ids;
     sc.ignore_eos = true;
     sc.speculative.k = cfg.speculative_k;  // the requests are greedy: speculation keeps their tokens
     pd::serve::Scheduler s(engine, policy, std::move(sc));

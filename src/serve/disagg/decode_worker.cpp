@@ -98,7 +98,7 @@ private:
         for (std::size_t m = 0; m < in.plan.size(); m++) codec_.unpack(in.messages[m], in.plan[m], engine_.kv_cache(), *t);
         outbox_.send(std::vector<double>{double(in.id), now_s()}, 0, kKvArrived);
         Running r{in.id, int(in.prompt.size()), in.first_token, 0,
-                  {eos_ids(engine_.config().eos_id, !opts_.ignore_eos), in.max_tokens, engine_.config().max_seq_len}};
+                  {eos_ids(engine_.config().eos_ids, !opts_.ignore_eos), in.max_tokens, engine_.config().max_seq_len}};
         emit(r);  // token 1, computed by the prefill worker
         if (r.why != StopReason::none) engine_.close(r.id);
         else running_.push_back(r);
