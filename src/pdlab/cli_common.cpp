@@ -55,6 +55,17 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json) {
     if (with_json) app->add_option("--json", o.json, "also write the results to this JSON file");
 }
 
+void add_sampling(CLI::App* app, SamplerConfig& s, bool& greedy) {
+    auto* greedy_flag = app->add_flag("--greedy", greedy, "always pick the most likely token (temperature 0)");
+    app->add_option("--temperature", s.temperature, "sampling temperature; 0 means greedy")
+        ->check(CLI::Range(0.0, 100.0).description("(0 to 100)"))->capture_default_str()->excludes(greedy_flag);
+    app->add_option("--top-k", s.top_k, "sample among the k most likely tokens (0: all)")
+        ->check(CLI::Range(0, 1 << 30).description("(0 or more)"))->capture_default_str();
+    app->add_option("--top-p", s.top_p, "sample among the most likely tokens whose probability adds up to p")
+        ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))->capture_default_str();
+    app->add_option("--seed", s.seed, "random seed: the same seed gives the same text")->capture_default_str();
+}
+
 void add_prompt(CLI::App* app, PromptOptions& p, bool required) {
     auto* text = app->add_option("--prompt,-p", p.text, "prompt text (tokenised with the model's tokenizer)");
     auto* ids = app->add_option("--prompt-ids", p.ids, "prompt as comma-separated token ids, e.g. 1,2,3");

@@ -11,6 +11,7 @@
 
 #include "measure/bench.hpp"
 #include "engine/engine.hpp"
+#include "engine/sampler.hpp"
 #include "load/model_source.hpp"
 
 namespace pd::cli {
@@ -36,6 +37,9 @@ void add_common(CLI::App* app, CommonOptions& o, bool with_json = true);
 // `each` ends the help of the per-run flags (compare: ", on each device");
 // `seed_note` ends --seed's (compare: " (the same on both)").
 void add_workload(CLI::App* app, BenchOptions& b, const std::string& each = "", const std::string& seed_note = "");
+
+// --greedy, --temperature, --top-k, --top-p, --seed (generate and chat).
+void add_sampling(CLI::App* app, SamplerConfig& s, bool& greedy);
 
 // Prompt given as text or as ids.
 struct PromptOptions {

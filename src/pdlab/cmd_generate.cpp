@@ -37,14 +37,7 @@ CLI::App* add_generate_options(CLI::App& app, GenerateCliOptions& o) {
     add_prompt(sub, o.prompt);
     sub->add_option("-n,--max-new-tokens", o.n, "tokens to generate")
         ->check(CLI::Range(0, 1 << 20).description("(0 or more)"))->capture_default_str();
-    auto* greedy = sub->add_flag("--greedy", o.greedy, "always pick the most likely token (temperature 0)");
-    sub->add_option("--temperature", o.sampler.temperature, "sampling temperature; 0 means greedy")
-        ->check(CLI::Range(0.0, 100.0).description("(0 to 100)"))->capture_default_str()->excludes(greedy);
-    sub->add_option("--top-k", o.sampler.top_k, "sample among the k most likely tokens (0: all)")
-        ->check(CLI::Range(0, 1 << 30).description("(0 or more)"))->capture_default_str();
-    sub->add_option("--top-p", o.sampler.top_p, "sample among the most likely tokens whose probability adds up to p")
-        ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))->capture_default_str();
-    sub->add_option("--seed", o.sampler.seed, "random seed: the same seed gives the same text")->capture_default_str();
+    add_sampling(sub, o.sampler, o.greedy);
     sub->add_flag("--no-cache", o.no_cache,
                   "recompute the whole sequence every step instead of reading the KV cache "
                   "(same tokens, much slower: the cost the cache saves)");

@@ -39,12 +39,14 @@ Command add_serve(CLI::App& app);
 Command add_loadgen(CLI::App& app);
 Command add_perplexity(CLI::App& app);
 Command add_chat_prompt(CLI::App& app);
+Command add_chat(CLI::App& app);
 
 inline std::vector<Command> register_commands(CLI::App& app) {
     return {add_generate(app), add_logits(app),   add_trace(app),      add_bench(app),
             add_info(app),     add_tokenize(app), add_detokenize(app), add_compare(app),
             add_roofline(app), add_isa(app),      add_serve_sim(app),  add_serve(app),
-            add_loadgen(app),  add_perplexity(app), add_chat_prompt(app)};
+            add_loadgen(app),  add_perplexity(app), add_chat_prompt(app),
+            add_chat(app)};
 }
 
 }  // namespace pd::cli

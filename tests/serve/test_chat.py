@@ -11,6 +11,10 @@
                 with finish_reason, the usage chunk and [DONE]
   refusals      raise_exception in the template, and a template outside the kit's Jinja
                 subset, are each a 400 saying so; the server goes on answering
+  terminal      pdlab chat on the same folder, greedy, fed lines on stdin: each turn's
+                prompt is what pdlab chat-prompt gives for the conversation so far (the
+                earlier answers in it), the first answer is pdlab generate's on those ids,
+                /reset starts over; tiny without a template exits 2 saying so
 """
 
 import argparse
@@ -131,6 +135,43 @@ def case_refusals(pdlab, folder):
         s.close()
 
 
+def run(args, stdin=""):
+    return subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def case_terminal(pdlab, folder):
+    with_template(folder, TEMPLATE)
+    system, user, again = MESSAGES[0]["content"], MESSAGES[1]["content"], "And then?"
+    chat = run([pdlab, "chat", "-m", str(folder), "--system", system, "--greedy", "-n", "8", "--threads", "1"],
+               f"{user}\n{again}\n/reset\n{user}\n/quit\nnever read\n")
+    assert chat.returncode == 0, chat.stderr
+    prompts = [int(n) for n in re.findall(r"\[prompt (\d+) tokens", chat.stderr)]
+    assert len(prompts) == 3, chat.stderr
+
+    def prompt_ids(messages):
+        path = folder / "messages.json"
+        path.write_text(json.dumps(messages))
+        r = run([pdlab, "chat-prompt", "-m", str(folder), "--messages", str(path), "--ids"])
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    # The first answer is generate's on the first prompt; the output begins with
+    # it and ends with it again (the turn after /reset), each ending in a newline.
+    first = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    ids1 = prompt_ids(first)
+    gen = run([pdlab, "generate", "-m", str(folder), "--prompt-ids", ids1, "-n", "8", "--greedy", "--threads", "1"])
+    assert gen.returncode == 0, gen.stderr
+    answer1 = gen.stdout[:-1]
+    out = chat.stdout
+    assert out.startswith(answer1 + "\n") and out.endswith(answer1 + "\n"), (out, answer1)
+    second = first + [{"role": "assistant", "content": answer1}, {"role": "user", "content": again}]
+    ids2 = prompt_ids(second)
+    assert prompts == [len(ids1.split(",")), len(ids2.split(",")), len(ids1.split(","))], (prompts, ids1, ids2)
+    assert prompts[1] > prompts[0], prompts  # the first answer is in the second prompt
+    none = run([pdlab, "chat", "-m", "tiny"], "hi\n")
+    assert none.returncode == 2 and "no chat template" in none.stderr, (none.returncode, none.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pdlab", required=True)
@@ -141,7 +182,8 @@ def main():
         shutil.copytree(ROOT / "data" / "models" / "tiny", folder)
         for name, run in [("no_template", lambda: case_no_template(a.pdlab)),
                           ("round_trip", lambda: case_round_trip(a.pdlab, folder)),
-                          ("refusals", lambda: case_refusals(a.pdlab, folder))]:
+                          ("refusals", lambda: case_refusals(a.pdlab, folder)),
+                          ("terminal", lambda: case_terminal(a.pdlab, folder))]:
             try:
                 run()
                 print(f"ok    serve.chat.{name}")
