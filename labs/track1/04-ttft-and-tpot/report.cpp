@@ -1,7 +1,5 @@
 // Lab 04's report: the measured services replayed on the virtual clock
 // (your schedule and metrics), printed as tables and written as JSON.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +10,7 @@
 #include "arrivals.hpp"
 #include "lab04.hpp"
 #include "lab_main.hpp"
+#include "results.hpp"
 
 namespace pd::lab04 {
 
@@ -120,14 +119,7 @@ nlohmann::json per_request_json(const std::vector<Service>& svc, const Timeline&
 }
 
 nlohmann::json run_json(const Options& o, Engine& e, double rate, double capacity, const Report& rep) {
-    nlohmann::json j;
-    j["lab"] = "04-ttft-and-tpot";
-    j["model"] = o.lab.model;
-    j["precision"] = o.lab.precision;
-    j["device"] = device_name(e.device());
-    j["hardware"] = e.hardware();
-    j["threads"] = omp_get_max_threads();
-    j["timing_method"] = e.timing_method();
+    nlohmann::json j = lab::run_json("04-ttft-and-tpot", o.lab, e);
     j["queue_model"] = "one server, FCFS, one request at a time; service measured, arrivals on a virtual clock";
     j["requests"] = o.requests;
     j["rate"] = std::isinf(rate) ? nlohmann::json("inf") : nlohmann::json(rate);
