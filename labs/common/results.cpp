@@ -25,4 +25,8 @@ nlohmann::json run_json(const std::string& lab, const cli::CommonOptions& o, con
             {"timing_method", e.timing_method()}};
 }
 
+void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j) {
+    if (!o.json.empty()) cli::write_json_file(o.json, j);
+}
+
 }  // namespace pd::lab

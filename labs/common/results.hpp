@@ -1,5 +1,5 @@
 // Where a lab program's results go: the folder for its CSV files and plots,
-// and the head of its --json file, the same in every lab that has them.
+// and its --json file with the head every lab gives it.
 #pragma once
 
 #include <filesystem>
@@ -18,5 +18,8 @@ std::filesystem::path make_out_dir(const std::string& out);
 // What was run and where: {"lab", "model", "precision", "device", "hardware",
 // "threads" (OpenMP), "timing_method"}; the lab adds its own keys.
 nlohmann::json run_json(const std::string& lab, const cli::CommonOptions& o, const Engine& e);
+
+// Writes `j` to --json when it was given (invalid UTF-8 becomes U+FFFD).
+void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j);
 
 }  // namespace pd::lab

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "measure/bench.hpp"
 #include "engine/engine.hpp"
 #include "load/model_source.hpp"
+#include "cli_fwd.hpp"
 
 namespace pd::cli {
 

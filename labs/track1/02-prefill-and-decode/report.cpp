@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "lab02.hpp"
-#include "lab_main.hpp"
+#include "results.hpp"
 
 namespace pd::lab02 {
 

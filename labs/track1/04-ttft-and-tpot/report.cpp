@@ -9,7 +9,6 @@
 
 #include "arrivals.hpp"
 #include "lab04.hpp"
-#include "lab_main.hpp"
 #include "results.hpp"
 
 namespace pd::lab04 {

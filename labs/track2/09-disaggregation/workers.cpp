@@ -1,6 +1,8 @@
 // Lab 09's worker ranks (1..P+D): YOUR codec in the prefill and decode workers.
 #include <cstdio>
 
+#include <CLI/CLI.hpp>
+
 #include "lab09.hpp"
 #include "load/model_source.hpp"
 #include "serve/disagg/link_probe.hpp"
