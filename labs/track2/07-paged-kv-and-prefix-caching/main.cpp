@@ -28,6 +28,7 @@
 #include "lab07.hpp"
 #include "lab_main.hpp"
 #include "plot.hpp"
+#include "trace_spec.hpp"
 #include "serve/replay.hpp"
 
 using namespace pd;
@@ -60,17 +61,11 @@ void try_exercises() {
 }
 
 serve::Trace make_trace(const Options& o, int vocab) {
-    serve::TraceSpec spec;
-    spec.num_requests = o.num_requests;
-    spec.rate_per_s = o.rate;
-    spec.seed = o.seed;
-    spec.prompt_len = serve::parse_length_dist(o.question_len, "--question-len");
-    spec.output_len = serve::parse_length_dist(o.output_len, "--output-len");
+    serve::TraceSpec spec =
+        lab::poisson_trace(o.num_requests, o.rate, o.seed, o.question_len, "--question-len", o.output_len, vocab);
     spec.shared_prefix_fraction = 1;  // every request starts with the same system prompt
     spec.prefix_len = o.prefix_len;
     spec.prefix_groups = 1;
-    spec.token_lo = std::min(3, vocab - 1);  // past the usual special ids (pad, bos, eos)
-    spec.token_hi = vocab;
     return serve::generate_trace(spec);
 }
 

@@ -27,6 +27,7 @@
 #include "lab_main.hpp"
 #include "base/hardware.hpp"
 #include "plot.hpp"
+#include "trace_spec.hpp"
 #include "serve/disagg/disagg_timeline.hpp"
 #include "serve/disagg/link_probe.hpp"
 #include "serve/paged_serving_engine.hpp"
@@ -55,14 +56,8 @@ void try_exercises() {
 // ---- The trace: short prompts, and about long_share of them long, same arrivals.
 serve::Trace mixed_trace(const Options& o, int vocab) {
     if (!o.trace_file.empty()) return serve::load_trace_file(o.trace_file);
-    serve::TraceSpec spec;
-    spec.num_requests = o.num_requests;
-    spec.rate_per_s = o.rate;
-    spec.seed = o.seed;
-    spec.prompt_len = serve::parse_length_dist(o.short_len, "--short-len");
-    spec.output_len = serve::parse_length_dist(o.output_len, "--output-len");
-    spec.token_lo = std::min(3, vocab - 1);
-    spec.token_hi = vocab;
+    serve::TraceSpec spec =
+        lab::poisson_trace(o.num_requests, o.rate, o.seed, o.short_len, "--short-len", o.output_len, vocab);
     serve::Trace t = serve::generate_trace(spec);
     spec.prompt_len = {serve::LengthDist::Kind::fixed, o.long_len, o.long_len};
     spec.seed = o.seed + 1;
