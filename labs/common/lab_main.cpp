@@ -49,8 +49,4 @@ int finish(bool all_ok) {
     return all_ok ? 0 : 1;
 }
 
-void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j) {
-    if (!o.json.empty()) cli::write_json_file(o.json, j);
-}
-
 }  // namespace pd::lab

@@ -8,9 +8,9 @@
 #include <functional>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
+#include "results.hpp"  // write_lab_json, the --json file every lab writes
 
 namespace pd::lab {
 
@@ -24,8 +24,5 @@ int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& bo
 // The one way every lab program ends: prints "All checks passed." or which
 // went wrong, and returns the exit code (0 when `all_ok`, else 1).
 int finish(bool all_ok);
-
-// Writes `j` to --json when it was given (invalid UTF-8 becomes U+FFFD).
-void write_lab_json(const cli::CommonOptions& o, const nlohmann::json& j);
 
 }  // namespace pd::lab

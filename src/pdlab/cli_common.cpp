@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
+
 #include "startup_load.hpp"
 
 namespace pd::cli {

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "measure/bench.hpp"
 #include "engine/engine.hpp"
 #include "engine/sampler.hpp"
 #include "load/model_source.hpp"
+#include "cli_fwd.hpp"
 
 namespace pd::cli {
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <CLI/CLI.hpp>
+
 #include "common.hpp"
 
 namespace pd::cli {

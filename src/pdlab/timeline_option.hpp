@@ -5,8 +5,7 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
+#include "cli_fwd.hpp"
 #include "measure/timeline_file.hpp"
 
 namespace pd::cli {

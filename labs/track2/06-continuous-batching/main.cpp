@@ -23,6 +23,7 @@
 #include "serve/replay.hpp"
 #include "serve/slot_serving_engine.hpp"
 #include "timeline_option.hpp"
+#include "trace_spec.hpp"
 
 using namespace pd;
 namespace fs = std::filesystem;
@@ -130,15 +131,8 @@ json sweep_rates(Engine& e, const Options& o, const Tokenizer& tok, bool& ok) {
     std::printf("   req/s                    ms         ms         ms\n");
     json rows = json::array();
     for (double rate : o.rates) {
-        serve::TraceSpec spec;
-        spec.num_requests = o.num_requests;
-        spec.rate_per_s = rate;
-        spec.seed = o.seed;
-        spec.prompt_len = serve::parse_length_dist(o.prompt_len, "--prompt-len");
-        spec.output_len = serve::parse_length_dist(o.output_len, "--output-len");
-        spec.token_lo = std::min(3, e.config().vocab_size - 1);
-        spec.token_hi = e.config().vocab_size;
-        const auto trace = serve::generate_trace(spec);
+        const auto trace = serve::generate_trace(lab::poisson_trace(o.num_requests, rate, o.seed, o.prompt_len,
+                                                                    "--prompt-len", o.output_len, e.config().vocab_size));
         const auto reqs = serve::trace_requests(trace, tok, e.config().vocab_size, e.max_seq());
         const Run st = replay_once(e, o, rate, trace, reqs, true), co = replay_once(e, o, rate, trace, reqs, false);
         rows.push_back(row_json(rate, "static", st));

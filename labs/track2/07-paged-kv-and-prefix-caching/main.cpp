@@ -25,11 +25,14 @@
 
 #include "common.hpp"
 #include "exercise.hpp"
+#include "lab07.hpp"
 #include "lab_main.hpp"
 #include "plot.hpp"
+#include "trace_spec.hpp"
 #include "serve/replay.hpp"
 
 using namespace pd;
+using namespace pd::lab07;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -41,94 +44,6 @@ namespace {
 constexpr const char* kDefaultModel =
     "synthetic:llama,dim=256,ffn=688,layers=4,heads=8,kv_heads=2,vocab=1497,ctx=1024";
 
-struct Options {
-    cli::CommonOptions lab;
-    int num_requests = 24;
-    double rate = 4;
-    std::uint64_t seed = 1;
-    int prefix_len = 512;
-    std::string question_len = "uniform:16:64", output_len = "fixed:16";
-    int block_size = 16;
-    serve::StepLimits limits{8, 512, false};
-    std::string out = "lab07-results";
-    bool no_plot = false, quiet = false;
-};
-
-// KV memory at one step (bytes, all layers, K and V).
-struct MemoryAt {
-    int live = 0;                    // sequences open
-    std::size_t used = 0;            // positions cached, summed over sequences
-    std::size_t reserved = 0;        // blocks in their tables, summed over sequences
-    std::size_t held = 0;            // distinct blocks held (a shared block once)
-    std::size_t contiguous = 0;      // one slot of the whole context per sequence
-};
-
-// The paged engine, seen from the scheduler, with a note of its memory after
-// every step. Everything else is passed through.
-class MemoryProbe final : public serve::ServingEngine {
-public:
-    explicit MemoryProbe(serve::PagedServingEngine& e)
-        : e_(e), slot_bytes_(e.bytes_per_block() / std::size_t(e.block_size()) * std::size_t(e.config().max_seq_len)) {}
-    const std::vector<MemoryAt>& series() const { return series_; }
-
-    const Config& config() const override { return e_.config(); }
-    int block_size() const override { return e_.block_size(); }
-    int total_blocks() const override { return e_.total_blocks(); }
-    int free_blocks() const override { return e_.free_blocks(); }
-    int open(int seq, std::span<const int> prompt) override {
-        const int covered = e_.open(seq, prompt);
-        live_++;
-        return covered;
-    }
-    bool reserve(int seq, int len) override { return e_.reserve(seq, len); }
-    void close(int seq) override { live_--, e_.close(seq); }
-    int cached_len(int seq) const override { return e_.cached_len(seq); }
-    void truncate(int seq, int len) override { e_.truncate(seq, len); }
-    const float* step(std::span<const serve::SeqWork> work) override {
-        const float* logits = e_.step(work);
-        const serve::KvMemoryUse u = e_.memory_use();
-        series_.push_back({live_, u.used_bytes, u.reserved_bytes,
-                           std::size_t(e_.total_blocks() - e_.free_blocks()) * e_.bytes_per_block(),
-                           std::size_t(live_) * slot_bytes_});
-        return logits;
-    }
-
-private:
-    serve::PagedServingEngine& e_;
-    std::size_t slot_bytes_;
-    int live_ = 0;
-    std::vector<MemoryAt> series_;
-};
-
-struct Run {
-    serve::ReplayResult r;
-    serve::ServingMetrics m;
-    serve::KvCounters kv;
-    std::vector<MemoryAt> memory;
-};
-
-// One replay of the trace through the Scheduler over the paged engine built
-// with your allocator and prefix cache.
-Run replay_once(const cli::Session& s, const Options& o, const serve::Trace& trace,
-                const std::vector<serve::Request>& reqs, int total_blocks, bool prefix_caching) {
-    serve::PagedOptions po = lab07::student_paged_options(o.block_size, total_blocks, prefix_caching);
-    po.threads = o.lab.threads;
-    auto engine = serve::make_paged_serving_engine(s.loaded.model, po);
-    MemoryProbe probe(*engine);
-    serve::CountingServingEngine counted(probe);
-    serve::ContinuousBatching policy;
-    const Config& c = s.loaded.model->config;
-    // ignore_eos: every request produces its max_tokens, so both runs do the same work.
-    serve::Scheduler sched(counted, policy, {o.limits, c.max_seq_len, c.eos_ids, true, std::nullopt});
-    Run run;
-    run.r = serve::replay(sched, trace, reqs, !o.quiet);
-    run.m = serve::compute_serving_metrics(run.r.timings, run.r.duration_s);
-    run.kv = counted.counters();
-    run.memory = probe.series();
-    return run;
-}
-
-// [1] Each of your methods once, so a missing one stops the lab at once.
 void try_exercises() {
     lab07::StudentBlockAllocator a(2);
     lab07::StudentPrefixCache p(a, 1);
@@ -146,17 +61,11 @@ void try_exercises() {
 }
 
 serve::Trace make_trace(const Options& o, int vocab) {
-    serve::TraceSpec spec;
-    spec.num_requests = o.num_requests;
-    spec.rate_per_s = o.rate;
-    spec.seed = o.seed;
-    spec.prompt_len = serve::parse_length_dist(o.question_len, "--question-len");
-    spec.output_len = serve::parse_length_dist(o.output_len, "--output-len");
+    serve::TraceSpec spec =
+        lab::poisson_trace(o.num_requests, o.rate, o.seed, o.question_len, "--question-len", o.output_len, vocab);
     spec.shared_prefix_fraction = 1;  // every request starts with the same system prompt
     spec.prefix_len = o.prefix_len;
     spec.prefix_groups = 1;
-    spec.token_lo = std::min(3, vocab - 1);  // past the usual special ids (pad, bos, eos)
-    spec.token_hi = vocab;
     return serve::generate_trace(spec);
 }
 

@@ -18,99 +18,46 @@
 // Run alone (no mpirun): [1] and [2], and how to start [3].
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analysis.hpp"
-#include "exercise.hpp"
+#include "lab09.hpp"
 #include "lab_main.hpp"
 #include "base/hardware.hpp"
-#include "measure/roofline.hpp"
 #include "plot.hpp"
+#include "trace_spec.hpp"
 #include "serve/disagg/disagg_timeline.hpp"
 #include "serve/disagg/link_probe.hpp"
-#include "serve/disagg/mpi_session.hpp"
-#include "serve/disagg/router.hpp"
-#include "serve/disagg/workers.hpp"
 #include "serve/paged_serving_engine.hpp"
-#include "serve/replay.hpp"
-#include "load/model_source.hpp"
-#include "timeline_option.hpp"
 
 using namespace pd;
-namespace fs = std::filesystem;
-namespace dg = pd::serve::disagg;
+using namespace pd::lab09;
 using nlohmann::json;
 
 namespace {
 
-// The link probe: 16 MiB, 5 times (link_probe.hpp).
-constexpr std::size_t kProbeBytes = std::size_t(16) << 20;
-constexpr int kProbeReps = 5;
-
 constexpr const char* kDefaultModel =
     "synthetic:llama,dim=512,ffn=1536,layers=8,heads=8,kv_heads=2,vocab=4096,ctx=1024";
 
-struct Options {
-    cli::CommonOptions lab;
-    int prefill = 1, decode = 1;
-    int num_requests = 32;
-    double rate = 3;
-    std::uint64_t seed = 1;
-    std::string short_len = "uniform:16:64", output_len = "fixed:48";
-    int long_len = 512;
-    double long_share = 0.25;
-    std::string trace_file;
-    int layers_per_message = 0;  // 0: all layers, one message after the prefill
-    int worker_threads = 1;
-    serve::StepLimits limits{8, 256, false};
-    int block_size = 16;
-    double rank_timeout = 60;
-    int stall_rank = -1;
-    double stall_after = 1;
-    std::string out = "lab09-results";
-    bool no_plot = false, quiet = false;
-    cli::TimelineOptions timeline;
-};
-
-// ---- [1] The exercise, through the interface the workers call.
-dg::KvCodec student_codec(int layers_per_message) {
-    dg::KvCodec c;
-    c.schedule = [layers_per_message](int n_layers) {
-        return lab09::transfer_schedule(n_layers, layers_per_message > 0 ? layers_per_message : n_layers);
-    };
-    c.floats = lab09::packed_floats;
-    c.pack = lab09::pack_kv;
-    c.unpack = lab09::unpack_kv;
-    return c;
-}
-
+// [1] YOUR functions, once on tiny inputs.
 void try_exercises() {
     PagedKVCache c = make_paged_kv_cache(1, 1, 2, 1, 1, 8);
     const BlockTable t{{0}, 1};
-    std::vector<float> msg(lab09::packed_floats(c, 1, {0, 1}));
-    lab09::transfer_schedule(1, 1);
-    lab09::pack_kv(c, t, {0, 1}, msg);
-    lab09::unpack_kv(msg, {0, 1}, c, t);
+    std::vector<float> msg(packed_floats(c, 1, {0, 1}));
+    transfer_schedule(1, 1);
+    pack_kv(c, t, {0, 1}, msg);
+    unpack_kv(msg, {0, 1}, c, t);
     const dg::LayerRange one[] = {{0, 1}};
-    lab09::split_verdict({1, 1, 1, 1}, one, 1);
+    split_verdict({1, 1, 1, 1}, one, 1);
 }
 
 // ---- The trace: short prompts, and about long_share of them long, same arrivals.
 serve::Trace mixed_trace(const Options& o, int vocab) {
     if (!o.trace_file.empty()) return serve::load_trace_file(o.trace_file);
-    serve::TraceSpec spec;
-    spec.num_requests = o.num_requests;
-    spec.rate_per_s = o.rate;
-    spec.seed = o.seed;
-    spec.prompt_len = serve::parse_length_dist(o.short_len, "--short-len");
-    spec.output_len = serve::parse_length_dist(o.output_len, "--output-len");
-    spec.token_lo = std::min(3, vocab - 1);
-    spec.token_hi = vocab;
+    serve::TraceSpec spec =
+        lab::poisson_trace(o.num_requests, o.rate, o.seed, o.short_len, "--short-len", o.output_len, vocab);
     serve::Trace t = serve::generate_trace(spec);
     spec.prompt_len = {serve::LengthDist::Kind::fixed, o.long_len, o.long_len};
     spec.seed = o.seed + 1;
@@ -140,120 +87,7 @@ serve::ReplayResult run_colocated(std::shared_ptr<const Model> model, const Opti
     return serve::replay(s, trace, reqs, !o.quiet, "colocated");  // a process of its own on a timeline
 }
 
-// ---- Reports.
-struct ModeSummary {
-    serve::ServingMetrics m;
-    serve::MetricSummary itl_long, itl_quiet;  // gaps with / without a long prompt arriving
-};
-
-ModeSummary summarize(std::span<const serve::RequestTiming> t, double duration_s, int long_from) {
-    const lab09::ItlSplit s = lab09::split_itl(t, long_from);
-    return {serve::compute_serving_metrics(t, duration_s), serve::summarize_metric(s.with_long_ms),
-            serve::summarize_metric(s.without_long_ms)};
-}
-
-void print_mode(const char* mode, const ModeSummary& s) {
-    std::printf("  %-14s %8.0f %8.0f %8.1f %8.1f %10.1f (%4d) %10.1f (%4d) %9.1f\n", mode, s.m.ttft_ms.median,
-                s.m.ttft_ms.p99, s.m.itl_ms.median, s.m.itl_ms.p99, s.itl_long.p99, s.itl_long.n, s.itl_quiet.p99,
-                s.itl_quiet.n, s.m.output_throughput);
-}
-
-json mode_json(const ModeSummary& s) {
-    json j = serve::metrics_json(s.m);
-    j["p99_itl_long_arriving_ms"] = s.itl_long.p99;
-    j["p99_itl_none_arriving_ms"] = s.itl_quiet.p99;
-    j["itl_long_arriving_n"] = s.itl_long.n;
-    j["itl_none_arriving_n"] = s.itl_quiet.n;
-    return j;
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-// [4] KV bytes against prompt length, and what moving them cost, at up to 8 prompt lengths.
-void print_transfers(const dg::DisaggResult& d) {
-    std::vector<std::size_t> by_len(d.timings.size());
-    for (std::size_t i = 0; i < by_len.size(); i++) by_len[i] = i;
-    std::sort(by_len.begin(), by_len.end(),
-              [&](auto a, auto b) { return d.timings[a].prompt_tokens < d.timings[b].prompt_tokens; });
-    std::printf("\n[4] the KV each request moved (a row every few requests, by prompt length)\n");
-    std::printf("  prompt   KV bytes   per token   transfer ms   of which after prefill   TTFT ms   share of TTFT\n");
-    const std::size_t n = by_len.size(), rows = std::min<std::size_t>(8, n);
-    for (std::size_t k = 0; k < rows; k++) {
-        const std::size_t i = by_len[rows > 1 ? k * (n - 1) / (rows - 1) : 0];
-        const auto& x = d.transfers[i];
-        const double ttft = 1e3 * (d.timings[i].token_s.front() - d.timings[i].arrival_s);
-        std::printf("  %6d %10.0f %11.0f %13.2f %24.2f %9.1f %14.1f%%\n", d.timings[i].prompt_tokens, x.bytes,
-                    x.bytes / d.timings[i].prompt_tokens, 1e3 * x.wire_s(), 1e3 * x.exposed_s(), ttft,
-                    100 * x.exposed_s() * 1e3 / ttft);
-    }
-}
-
-// [6] YOUR split_verdict on one long prompt's measured bytes, prefill time and
-// stall: first at the probed link rate with this run's schedule, against the
-// exposed time measured; then over 10, 100 and 400 Gb/s, with one message
-// after the prefill and with one message a layer.
-struct LinkRow {
-    double gbps = 0;
-    lab09::SplitVerdict once, per_layer;
-};
-
-std::vector<LinkRow> split_table(lab09::SplitCase c, const std::vector<dg::LayerRange>& plan, int n_layers,
-                                 const std::vector<double>& measured_exposed_ms) {
-    const lab09::SplitVerdict here = lab09::split_verdict(c, plan, n_layers);
-    std::printf("    YOUR split_verdict on a long prompt's medians (KV %.1f MB, prefill %.1f ms, decode stall "
-                "removed %.1f ms: colocated ITL p99 with long prompts arriving minus without)\n"
-                "    at the probed %.1f Gb/s with this run's %zu message%s: exposed %.2f ms predicted, %.2f ms "
-                "measured (median after-prefill time of the long prompts, [4])\n",
-                c.kv_bytes / 1e6, c.prefill_ms, c.stall_ms, c.link_gbps, plan.size(), plan.size() > 1 ? "s" : "",
-                here.exposed_ms, median(measured_exposed_ms));
-    std::printf("    A MODEL for other links (bytes over rate, the pipeline of exercise.hpp; no latency, no "
-                "protocol):\n    link       transfer ms   exposed, one message   exposed, a message a layer   pays "
-                "(one / per layer)\n");
-    std::vector<LinkRow> rows;
-    for (double gbps : {10.0, 100.0, 400.0}) {
-        c.link_gbps = gbps;
-        rows.push_back({gbps, lab09::split_verdict(c, lab09::transfer_schedule(n_layers, n_layers), n_layers),
-                        lab09::split_verdict(c, lab09::transfer_schedule(n_layers, 1), n_layers)});
-        const LinkRow& r = rows.back();
-        std::printf("    %4.0f Gb/s %12.2f %22.2f %28.2f   %s / %s\n", gbps, r.once.transfer_ms, r.once.exposed_ms,
-                    r.per_layer.exposed_ms, r.once.pays ? "yes" : "no", r.per_layer.pays ? "yes" : "no");
-    }
-    return rows;
-}
-
-void write_csvs(const fs::path& dir, const serve::ReplayResult& co, const dg::DisaggResult& d, int long_from,
-                const std::vector<LinkRow>& links) {
-    fs::create_directories(dir);
-    std::ofstream req(dir / "requests.csv"), itl(dir / "itl.csv"), link(dir / "links.csv");
-    req << "id,prompt_tokens,kv_bytes,wire_ms,exposed_ms,ttft_disagg_ms,ttft_colocated_ms\n";
-    for (std::size_t i = 0; i < d.timings.size(); i++)
-        req << fmt::format("{},{},{},{},{},{},{}\n", i, d.timings[i].prompt_tokens, d.transfers[i].bytes,
-                           1e3 * d.transfers[i].wire_s(), 1e3 * d.transfers[i].exposed_s(),
-                           1e3 * (d.timings[i].token_s.front() - d.timings[i].arrival_s),
-                           1e3 * (co.timings[i].token_s.front() - co.timings[i].arrival_s));
-    itl << "mode,long_arriving,itl_ms\n";
-    for (const auto& [mode, t] : {std::pair{"colocated", &co.timings}, std::pair{"disaggregated", &d.timings}}) {
-        const lab09::ItlSplit s = lab09::split_itl(*t, long_from);
-        for (double x : s.with_long_ms) itl << mode << ",1," << x << "\n";
-        for (double x : s.without_long_ms) itl << mode << ",0," << x << "\n";
-    }
-    link << "gbps,transfer_ms,exposed_one_message_ms,exposed_per_layer_ms,pays_one_message,pays_per_layer\n";
-    for (const auto& l : links)
-        link << fmt::format("{},{},{},{},{},{}\n", l.gbps, l.once.transfer_ms, l.once.exposed_ms,
-                            l.per_layer.exposed_ms, int(l.once.pays), int(l.per_layer.pays));
-    if (!req || !itl || !link) fail("cannot write the CSV files in {}", dir.string());
-}
-
 // ---- Rank 0.
-struct Prepared {
-    cli::Session s;
-    serve::Trace trace;
-    std::vector<serve::Request> reqs;
-};
 
 // Everything that can be wrong with the input, found before any worker starts.
 void check_options(const Options& o, const dg::MpiSession& mpi) {
@@ -268,7 +102,6 @@ void check_options(const Options& o, const dg::MpiSession& mpi) {
 }
 
 // Rank 0 tells the workers once: go (kGo, with the pool size) or stop with an exit code.
-constexpr int kGo = -1;
 struct Launch {
     bool told = false;
     void tell(const dg::MpiSession& mpi, int code, int len) {
@@ -332,25 +165,7 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     print_mode("colocated", cs);
     print_mode("disaggregated", ds);
 
-    double bytes = 0, wire = 0;
-    std::vector<double> long_bytes, long_prefill, long_exposed;
-    for (std::size_t i = 0; i < d.transfers.size(); i++) {
-        const dg::TransferRecord& x = d.transfers[i];
-        bytes += x.bytes, wire += x.wire_s();
-        if (d.timings[i].prompt_tokens >= long_from) {
-            long_bytes.push_back(x.bytes);
-            long_prefill.push_back(1e3 * (x.prefill_end_s - x.prefill_start_s));
-            long_exposed.push_back(1e3 * x.exposed_s());
-        }
-    }
-    const double dram = quick_bandwidth(0.3).best_gbps, in_trace = bytes / wire / 1e9;
-    std::printf("\n[6] prefill worker 0 -> decode worker 0, one %zu MiB message at a time: %.2f GB/s; this machine's "
-                "DRAM read bandwidth: %.1f GB/s\n    during the trace: %.3f GB/s (all KV bytes / all time from first "
-                "post to last block in place: compute and polling included)\n",
-                kProbeBytes >> 20, link_gbps, dram, in_trace);
-    const double stall = std::max(0.0, cs.itl_long.p99 - cs.itl_quiet.p99);
-    const lab09::SplitCase measured{median(long_bytes), median(long_prefill), 8 * link_gbps, stall};
-    const std::vector<LinkRow> links = split_table(measured, plan, c.n_layers, long_exposed);
+    const LinkReport links = print_links(d, cs, link_gbps, plan, c.n_layers, long_from);
 
     const bool same = d.output_ids == co.output_ids;
     std::printf("\n[7] every request got the same tokens in both modes: %s\n",
@@ -365,8 +180,8 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     j["colocated"] = mode_json(cs);
     j["disaggregated"] = mode_json(ds);
     j["link_gbps"] = link_gbps;
-    j["in_trace_gbps"] = in_trace;
-    j["dram_gbps"] = dram;
+    j["in_trace_gbps"] = links.in_trace_gbps;
+    j["dram_gbps"] = links.dram_gbps;
     j["kv_bytes"] = json::array();
     for (const auto& x : d.transfers) j["kv_bytes"].push_back(x.bytes);
     j["same_tokens"] = same;
@@ -374,33 +189,6 @@ int run_router_rank(Options& o, const dg::MpiSession& mpi, Launch& launch) {
     lab::draw_plot("labs/track2/09-disaggregation", o.out, o.no_plot,
                    "disagg.png and .svg (KV bytes, transfer share of TTFT, ITL with and without long prompts)");
     return lab::finish(same);
-}
-
-// ---- Ranks 1..P+D: wait for the router's word, then serve until it says stop.
-int run_worker_rank(CLI::App& app, int argc, char** argv, Options& o, const dg::MpiSession& mpi) {
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError&) {
-    }  // rank 0 parses the same argv and says what is wrong
-    int code = kGo, words[1] = {0};
-    dg::broadcast_from_router(code, words, 1);
-    if (code != kGo) return code;
-    const dg::Layout layout{o.prefill, o.decode};
-    try {
-        auto model = load_model(o.lab.model, cli::precision_of(o.lab), false).model;
-        const dg::KvCodec codec = student_codec(o.layers_per_message);
-        dg::link_probe(layout, mpi.rank(), kProbeBytes, kProbeReps);
-        // ignore_eos, as colocated: every request produces its max_tokens in both modes.
-        const dg::WorkerOptions w{o.block_size, o.limits.max_seqs, words[0], o.worker_threads,
-                                  mpi.rank() == o.stall_rank ? o.stall_after : -1.0, true};
-        if (layout.is_prefill(mpi.rank())) dg::run_prefill_worker(model, codec, w);
-        else dg::run_decode_worker(model, codec, w);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s (rank %d): %s\n", layout.role(mpi.rank()).c_str(), mpi.rank(), e.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return 0;
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -23,12 +22,12 @@
 #include <nlohmann/json.hpp>
 
 #include "exercise.hpp"
+#include "lab10.hpp"
 #include "lab_main.hpp"
-#include "engine/model.hpp"
 #include "base/hardware.hpp"
 #include "measure/roofline.hpp"
-#include "base/timing.hpp"
 #include "plot.hpp"
+#include "results.hpp"
 
 using namespace pd;
 using namespace pd::lab10;
@@ -36,27 +35,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-struct Options {
-    cli::CommonOptions lab;
-    std::string synthetic = "synthetic:bench-llama-125m";
-    int prompt_len = 128;
-    std::vector<int> batches{1, 4, 16};
-    int gen = 16;
-    int warmup = 1;
-    int repeats = 3;
-    int bandwidth_mib = 512;
-    int peak_n = 2048;
-    double seconds = 0.5;
-    std::string out = "lab10-results";
-    bool no_plot = false;
-};
-
-double total(const std::vector<Count>& rows, double Count::*field) {
-    double s = 0;
-    for (const Count& r : rows) s += r.*field;
-    return s;
-}
 
 std::string si(double v) {
     if (v >= 1e9) return fmt::format("{:.2f} G", v / 1e9);
@@ -120,85 +98,6 @@ bool show_counts(const Options& o, const Config& c, const std::string& model, Pr
     return ok;
 }
 
-// --- [3] the phases, measured --------------------------------------------------------
-
-// One measured point: your counted intensity, the measured rate, your roof.
-json place(const char* phase, int batch, const std::vector<Count>& rows, double ms, const Ceilings& roof) {
-    const double f = total(rows, &Count::flops), b = total(rows, &Count::bytes), I = f / b;
-    const double attained = f / (ms * 1e6), ceiling = attainable_gflops(I, roof.peak_gflops, roof.bandwidth_gbps);
-    // Above the roof: bytes that came from the caches, not DRAM, or a peak probed at a busier moment.
-    const char* where = attained > 1.05 * ceiling ? "ABOVE the roof: README \"Above the roof\""
-                        : I < roof.ridge()       ? "memory-bound"
-                                                 : "compute-bound";
-    std::printf("  %-8s %5d %10.3f %10.2f %11.1f %11.1f %8.0f%%   %s\n", phase, batch, ms, I, attained, ceiling,
-                100.0 * attained / ceiling, where);
-    return {{"phase", phase}, {"batch", batch}, {"ms", ms}, {"flops", f}, {"bytes", b}, {"intensity", I},
-            {"attained_gflops", attained}, {"roof_gflops", ceiling}};
-}
-
-// Timed runs of the model's own forward passes (model.hpp), on one cache of
-// `batch` slots: one prompt prefilled, then copied into every slot, so a
-// batch of B costs one prefill, not B.
-struct Timings {
-    double prefill_ms = 0;      // median, one prompt of P tokens
-    double decode_ms = 0;       // median step for all B sequences
-    double decode_context = 0;  // mean positions a step attends to, per sequence
-};
-
-void copy_slot0_everywhere(KVCache& c) {
-    const std::size_t per_slot = std::size_t(c.n_kv_heads) * c.max_seq * c.head_dim;
-    for (int l = 0; l < c.n_layers; l++)
-        for (int b = 1; b < c.batch; b++) {
-            std::memcpy(kv_key(c, l, b, 0, 0), kv_key(c, l, 0, 0, 0), per_slot * sizeof(float));
-            std::memcpy(kv_value(c, l, b, 0, 0), kv_value(c, l, 0, 0, 0), per_slot * sizeof(float));
-        }
-}
-
-Timings time_phases(const Model& m, const Options& o, int B) {
-    const int P = o.prompt_len;
-    KVCache cache = make_kv_cache(m, B, P + o.gen);
-    RunState st = make_run_state(m.config, std::max(P, B));
-    std::vector<int> prompt(P), slots(B), next(B, 1);
-    for (int i = 0; i < P; i++) prompt[i] = (7 * i + 3) % m.config.vocab_size;
-    for (int b = 0; b < B; b++) slots[b] = b;
-    std::vector<double> pre, step;
-    for (int run = 0; run < o.warmup + o.repeats; run++) {
-        std::fill(cache.seq_len.begin(), cache.seq_len.end(), 0);
-        double t0 = now_ms();
-        prefill(m, cache, st, 0, prompt);
-        if (run >= o.warmup) pre.push_back(now_ms() - t0);
-        copy_slot0_everywhere(cache);
-        std::fill(cache.seq_len.begin(), cache.seq_len.end(), P);
-        for (int k = 0; k < o.gen; k++) {
-            t0 = now_ms();
-            decode(m, cache, st, slots, next);
-            if (run >= o.warmup) step.push_back(now_ms() - t0);
-        }
-    }
-    // Step k attends to P + k + 1 positions (the new one included): the mean over the run.
-    return {percentile(pre, 50), percentile(step, 50), P + (o.gen + 1) / 2.0};
-}
-
-json measure_model(cli::Session& s, const Options& o, const std::string& model, const Ceilings& roof) {
-    const Config& c = s.loaded.model->config;
-    const Precision p = cli::precision_of(o.lab);
-    std::printf("\n[3] %s, timed (median of %d runs; decode: %d steps after a %d-token prompt)\n", model.c_str(),
-                o.repeats, o.gen, o.prompt_len);
-    std::printf("  %-8s %5s %10s %10s %11s %11s %9s\n", "phase", "batch", "ms", "FLOP/byte", "GFLOP/s", "roof",
-                "of roof");
-    json points = json::array();
-    for (int B : o.batches) {
-        std::fprintf(stderr, "%s: batch %d...\n", model.c_str(), B);
-        const Timings t = time_phases(*s.loaded.model, o, B);
-        if (B == o.batches.front())  // the engine prefills one prompt at a time: batch 1
-            points.push_back(place("prefill", 1, count_phase(c, {Phase::prefill, p, 1, o.prompt_len, 0}),
-                                   t.prefill_ms, roof));
-        points.push_back(place("decode", B, count_phase(c, {Phase::decode, p, B, 0, t.decode_context}),
-                               t.decode_ms, roof));
-    }
-    return points;
-}
-
 // --- [4] the turn ------------------------------------------------------------------------
 
 json turning_point(const Config& c, Precision p, double context, const Ceilings& roof) {
@@ -240,13 +139,6 @@ void check_options(const Options& o) {
     if (o.batches.empty()) fail("--batches needs at least one batch size, e.g. --batches 1,4,16");
 }
 
-fs::path make_out_dir(const std::string& out) {
-    std::error_code ec;
-    fs::create_directories(out, ec);
-    if (ec || !fs::is_directory(out)) fail("cannot create the output folder {}: {}", out, ec.message());
-    return out;
-}
-
 // Your four functions once on a small shape: a missing one stops the lab here,
 // not after a minute of measuring.
 void try_exercises(Precision p) {
@@ -263,7 +155,7 @@ int run(const Options& o) {
     const Precision p = cli::precision_of(o.lab);
     cli::apply_runtime(o.lab);
     try_exercises(p);
-    const fs::path dir = make_out_dir(o.out);
+    const fs::path dir = lab::make_out_dir(o.out);
     std::printf("Lab 10: the roofline\nhardware %s\n", cpu_summary().c_str());
     json j{{"lab", "10-roofline"}, {"hardware", cpu_summary()}, {"threads", omp_get_max_threads()},
            {"precision", o.lab.precision}, {"prompt_len", o.prompt_len}, {"gen", o.gen}};
