@@ -25,15 +25,31 @@ struct Generator {
     bool used = false;
 };
 
+struct Namespace;
+
+// A value is never copied when read: messages[i].content shares the memory of
+// messages (so a loop that reads messages each turn costs nothing per read).
 struct Value {
     bool defined = true;
-    Json j;
-    std::shared_ptr<Json> space;       // a namespace(): its attributes, shared by every copy
+    std::shared_ptr<const Json> p;     // the JSON value, or null (read as None)
+    std::shared_ptr<Namespace> space;  // a namespace(), shared by every copy
     std::shared_ptr<Generator> gen;    // a generator, shared by every copy
     std::string function;              // a global function named as a value (strftime_now is defined)
+
+    const Json& j() const {
+        static const Json none;
+        return p ? *p : none;
+    }
 };
 
-Value val(Json j) { return {true, std::move(j), nullptr, nullptr, ""}; }
+struct Namespace {
+    std::map<std::string, Value> attrs;
+};
+
+Value val(Json j) { return {true, std::make_shared<const Json>(std::move(j)), nullptr, nullptr, ""}; }
+
+// `part` of `whole`'s JSON, sharing its memory.
+Value sub(const Value& whole, const Json& part) { return {true, std::shared_ptr<const Json>(whole.p, &part), nullptr, nullptr, ""}; }
 
 const Value kUndefined{false, nullptr, nullptr, nullptr, ""};
 
@@ -54,7 +70,7 @@ std::string type_name(const Value& v) {
     if (v.space) return "namespace";
     if (v.gen) return "generator";
     if (!v.function.empty()) return "function";
-    switch (v.j.type()) {
+    switch (v.j().type()) {
         case Json::value_t::null: return "none";
         case Json::value_t::boolean: return "bool";
         case Json::value_t::string: return "string";
@@ -68,7 +84,7 @@ std::string type_name(const Value& v) {
 bool truthy(const Value& v) {
     if (!v.defined) return false;
     if (v.space || v.gen || !v.function.empty()) return true;
-    const Json& j = v.j;
+    const Json& j = v.j();
     if (j.is_null()) return false;
     if (j.is_boolean()) return j.get<bool>();
     if (j.is_number_float()) return j.get<double>() != 0;
@@ -105,9 +121,9 @@ std::string float_text(double d) {
 // dict or object is not reproduced.
 std::string text(const Value& v) {
     if (!v.defined) return "";
-    if (v.space || v.gen || !v.function.empty() || v.j.is_array() || v.j.is_object())
+    if (v.space || v.gen || !v.function.empty() || v.j().is_array() || v.j().is_object())
         error("printing a " + type_name(v) + " is not supported");
-    const Json& j = v.j;
+    const Json& j = v.j();
     if (j.is_string()) return j.get<std::string>();
     if (j.is_null()) return "None";
     if (j.is_boolean()) return j.get<bool>() ? "True" : "False";
@@ -166,15 +182,15 @@ std::string strftime_now(const std::string& format) {
 }
 
 const std::string& str_arg(const Value& v, const std::string& what) {
-    if (!v.defined || !v.j.is_string()) error(what + " needs a string, got " + type_name(v));
-    return v.j.get_ref<const std::string&>();
+    if (!v.defined || !v.j().is_string()) error(what + " needs a string, got " + type_name(v));
+    return v.j().get_ref<const std::string&>();
 }
 
 // Python's strip family: `chars` null strips white space.
 std::string strip(const std::string& s, const Value* chars, bool left, bool right) {
     const std::u32string cs = codepoints(s);
-    const std::u32string set = chars && chars->defined && !chars->j.is_null() ? codepoints(str_arg(*chars, "strip()")) : U"";
-    auto drop = [&](char32_t c) { return chars && chars->defined && !chars->j.is_null() ? set.find(c) != std::u32string::npos : py_space(c); };
+    const std::u32string set = chars && chars->defined && !chars->j().is_null() ? codepoints(str_arg(*chars, "strip()")) : U"";
+    auto drop = [&](char32_t c) { return chars && chars->defined && !chars->j().is_null() ? set.find(c) != std::u32string::npos : py_space(c); };
     std::size_t b = 0, e = cs.size();
     while (left && b < e && drop(cs[b])) ++b;
     while (right && e > b && drop(cs[e - 1])) --e;
@@ -185,7 +201,7 @@ std::string strip(const std::string& s, const Value* chars, bool left, bool righ
 // `fixed`, when given, is the separator.
 Json split(const std::string& s, const Value* sep, std::string_view fixed = {}) {
     Json out = Json::array();
-    if (!fixed.empty() || (sep && sep->defined && !sep->j.is_null())) {
+    if (!fixed.empty() || (sep && sep->defined && !sep->j().is_null())) {
         const std::string d = fixed.empty() ? str_arg(*sep, "split()") : std::string(fixed);
         if (d.empty()) error("split() with an empty separator");
         std::size_t from = 0;
@@ -223,8 +239,8 @@ long long nesting(const Json& j, long long limit) {
 
 long long length(const Value& v) {
     if (!v.defined) return 0;
-    if (v.j.is_string()) return (long long)codepoints(v.j.get_ref<const std::string&>()).size();
-    if (v.j.is_array() || v.j.is_object()) return (long long)v.j.size();
+    if (v.j().is_string()) return (long long)codepoints(v.j().get_ref<const std::string&>()).size();
+    if (v.j().is_array() || v.j().is_object()) return (long long)v.j().size();
     error("the length of a " + type_name(v));
 }
 
@@ -252,13 +268,13 @@ bool equal(const Value& a, const Value& b) {
     if (!a.defined || !b.defined) return !a.defined && !b.defined;
     if (a.space || b.space || a.gen || b.gen) return a.space == b.space && a.gen == b.gen;
     if (!a.function.empty() || !b.function.empty()) return a.function == b.function;
-    return equal(a.j, b.j);
+    return equal(a.j(), b.j());
 }
 
 double number(const Value& v, const std::string& op) {
-    if (!v.defined || v.space || v.gen || !v.function.empty() || !v.j.is_number() || v.j.is_boolean())
+    if (!v.defined || v.space || v.gen || !v.function.empty() || !v.j().is_number() || v.j().is_boolean())
         error("'" + op + "' on a " + type_name(v));
-    return v.j.get<double>();
+    return v.j().get<double>();
 }
 
 // An integer as 64 bits; a JSON number past them (18446744073709551615) is refused, never wrapped.
@@ -268,56 +284,58 @@ long long int_of(const Json& j) {
 }
 
 bool both_int(const Value& a, const Value& b) {
-    return a.j.is_number_integer() && b.j.is_number_integer() && !a.j.is_boolean() && !b.j.is_boolean();
+    return a.j().is_number_integer() && b.j().is_number_integer() && !a.j().is_boolean() && !b.j().is_boolean();
 }
 
 Value compare(const std::string& op, const Value& a, const Value& b) {
     if (op == "==") return val(equal(a, b));
     if (op == "!=") return val(!equal(a, b));
     int c = 0;
-    if (a.defined && b.defined && a.j.is_string() && b.j.is_string()) c = a.j.get_ref<const std::string&>().compare(b.j.get_ref<const std::string&>());
+    if (a.defined && b.defined && a.j().is_string() && b.j().is_string()) c = a.j().get_ref<const std::string&>().compare(b.j().get_ref<const std::string&>());
     else c = number(a, op) < number(b, op) ? -1 : number(a, op) > number(b, op) ? 1 : 0;
     return val(op == "<" ? c < 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c >= 0);
 }
 
-// The items a for loop, |list or |selectattr reads from v: a list's items, a
-// dict's keys, a string's characters, a generator's (once); nothing from undefined.
-Json iterate(const Value& v, const std::string& what) {
-    if (!v.defined) return Json::array();
+// The items a for loop, |list or |selectattr reads from v, as a list: a
+// list's items (itself, not copied), a dict's keys, a string's characters, a
+// generator's (once); nothing from undefined.
+Value iterate(const Value& v, const std::string& what) {
+    if (!v.defined) return val(Json::array());
     if (v.gen) {
         if (v.gen->used) error(what + " a generator (selectattr/rejectattr's result) a second time: Jinja2's is "
                                "spent after one pass; |list keeps the items");
         v.gen->used = true;
-        return v.gen->items;
+        return val(std::move(v.gen->items));
     }
     if (v.space || !v.function.empty()) error(what + " a " + type_name(v));
-    if (v.j.is_array()) return v.j;
+    if (v.j().is_array()) return v;
     Json items = Json::array();
-    if (v.j.is_object())
-        for (auto it = v.j.begin(); it != v.j.end(); ++it) items.push_back(it.key());
-    else if (v.j.is_string())
-        for (char32_t c : codepoints(v.j.get_ref<const std::string&>())) items.push_back(utf8(std::u32string(1, c)));
+    if (v.j().is_object())
+        for (auto it = v.j().begin(); it != v.j().end(); ++it) items.push_back(it.key());
+    else if (v.j().is_string())
+        for (char32_t c : codepoints(v.j().get_ref<const std::string&>())) items.push_back(utf8(std::u32string(1, c)));
     else
         error(what + " a " + type_name(v));
-    return items;
+    return val(std::move(items));
 }
 
 bool contains(const Value& hay, const Value& needle) {
     if (!hay.defined) error("'in' an undefined value");
-    if (!hay.gen && hay.j.is_string())
-        return hay.j.get_ref<const std::string&>().find(str_arg(needle, "'in' a string")) != std::string::npos;
-    for (const Json& x : iterate(hay, "'in'"))  // a dict's keys, a list's or generator's items
+    if (!hay.gen && hay.j().is_string())
+        return hay.j().get_ref<const std::string&>().find(str_arg(needle, "'in' a string")) != std::string::npos;
+    const Value items = iterate(hay, "'in'");
+    for (const Json& x : items.j())  // a dict's keys, a list's or generator's items
         if (equal(val(x), needle)) return true;
     return false;
 }
 
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "~") return val(text(a) + text(b));
-    if (op == "+" && a.defined && b.defined && a.j.is_string() && b.j.is_string())
-        return val(a.j.get<std::string>() + b.j.get<std::string>());
-    if (op == "+" && a.defined && b.defined && a.j.is_array() && b.j.is_array()) {
-        Json out = a.j;
-        out.insert(out.end(), b.j.begin(), b.j.end());
+    if (op == "+" && a.defined && b.defined && a.j().is_string() && b.j().is_string())
+        return val(a.j().get<std::string>() + b.j().get<std::string>());
+    if (op == "+" && a.defined && b.defined && a.j().is_array() && b.j().is_array()) {
+        Json out = a.j();
+        out.insert(out.end(), b.j().begin(), b.j().end());
         return val(out);
     }
     const double x = number(a, op), y = number(b, op);
@@ -331,7 +349,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
                        : op == "//" ? std::floor(x / y) : x - y * std::floor(x / y);
         return val(r);
     }
-    const long long p = int_of(a.j), q = int_of(b.j);
+    const long long p = int_of(a.j()), q = int_of(b.j());
     long long r = 0;
     if (op == "+" || op == "-" || op == "*") {
         // Python's integers do not overflow; 64 bits do: refuse rather than wrap.
@@ -350,14 +368,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
 
 // A slice bound: an integer (None counts as left out), as Python takes it.
 long long slice_index(const Value& v) {
-    if (!v.j.is_number_integer() || v.j.is_boolean() || v.space || v.gen || !v.function.empty())
+    if (!v.j().is_number_integer() || v.j().is_boolean() || v.space || v.gen || !v.function.empty())
         error("a slice bound that is a " + type_name(v) + ", not an integer");
-    return std::clamp(int_of(v.j), -(1LL << 62), 1LL << 62);  // beyond any length; keeps i + n from overflowing
+    return std::clamp(int_of(v.j()), -(1LL << 62), 1LL << 62);  // beyond any length; keeps i + n from overflowing
 }
 
 // Python's slice indices for a sequence of n items.
 std::vector<long long> slice_positions(long long n, const Value* lo, const Value* hi, const Value* st) {
-    auto opt = [](const Value* v) { return v && v->defined && !v->j.is_null(); };
+    auto opt = [](const Value* v) { return v && v->defined && !v->j().is_null(); };
     const long long step = opt(st) ? slice_index(*st) : 1;
     if (step == 0) error("a slice step of 0");
     auto clamp = [&](const Value* v, long long dflt) {
@@ -386,13 +404,15 @@ public:
     std::string out;
 
 private:
-    void step() {
-        if (++steps_ > limits_.steps) error(fmt::format("the template ran past {} steps", limits_.steps));
+    // One step, or `n` for an operation that walks or copies n items.
+    void step(std::size_t n = 1) {
+        steps_ += (long long)std::min<std::size_t>(n, std::size_t(limits_.steps) + 1);
+        if (steps_ > limits_.steps) error(fmt::format("the template ran past {} steps", limits_.steps));
     }
 
     // Every string a render makes or copies counts against limits_.text_bytes.
     const Value& charged(const Value& v) {
-        if (v.j.is_string()) built_ += v.j.get_ref<const std::string&>().size();
+        if (v.j().is_string()) built_ += v.j().get_ref<const std::string&>().size();
         if (built_ > limits_.text_bytes) error(fmt::format("the template made more than {} bytes of text", limits_.text_bytes));
         return v;
     }
@@ -401,7 +421,7 @@ private:
         step();
         switch (n.kind) {
             case Node::Kind::text: out += n.text; break;
-            case Node::Kind::output: out += charged(val(text(eval(*n.expr)))).j.get_ref<const std::string&>(); break;
+            case Node::Kind::output: out += charged(val(text(eval(*n.expr)))).j().get_ref<const std::string&>(); break;
             case Node::Kind::set: set(n); break;
             case Node::Kind::for_: loop(n); break;
             case Node::Kind::if_:
@@ -416,20 +436,21 @@ private:
         if (n.attr.empty()) return void(scopes_.back()[n.text] = std::move(v));
         const Value target = lookup(n.text);
         if (!target.space) error("{% set " + n.text + "." + n.attr + " %} on a " + type_name(target) + ", not a namespace");
-        (*target.space)[n.attr] = plain(v, "a namespace");
+        if (v.space) error("a namespace stored in a namespace");
+        target.space->attrs[n.attr] = std::move(v);
     }
 
     // A loop's body runs in its own scope: its {% set %}s end with it, as in Jinja.
     // With a filter (for x in xs if cond) the loop sees only the items kept:
     // loop.index and loop.length count those.
     void loop(const Node& n) {
-        Json items = iterate(eval(*n.expr), "looping over");
-        if (n.filter) items = kept(n, std::move(items));
-        const long long len = (long long)items.size();
+        Value items = iterate(eval(*n.expr), "looping over");
+        if (n.filter) items = kept(n, items);
+        const long long len = (long long)items.j().size();
         for (long long i = 0; i < len; ++i) {
             step();
             scopes_.emplace_back();
-            bind(n, items[std::size_t(i)]);
+            bind(n, sub(items, items.j()[std::size_t(i)]));
             scopes_.back()["loop"] = val(Json{{"index0", i}, {"index", i + 1}, {"first", i == 0}, {"last", i == len - 1},
                                               {"length", len}, {"revindex", len - i}, {"revindex0", len - i - 1}});
             run(n.body);
@@ -438,27 +459,27 @@ private:
     }
 
     // The items for which the loop's filter holds, each tried with the loop variables bound.
-    Json kept(const Node& n, Json items) {
+    Value kept(const Node& n, const Value& items) {
         Json out = Json::array();
-        for (Json& item : items) {
+        for (const Json& item : items.j()) {
             scopes_.emplace_back();
-            bind(n, item);
+            bind(n, sub(items, item));
             const bool keep = truthy(eval(*n.filter));
             scopes_.pop_back();
-            if (keep) out.push_back(std::move(item));
+            if (keep) out.push_back(item);
         }
-        return out;
+        return val(std::move(out));
     }
 
     // The loop variable, or with {% for a, b in ... %} the item unpacked as Python does:
     // a list's items, a string's characters or a dict's keys, exactly as many as the names.
-    void bind(const Node& n, const Json& item) {
-        if (n.targets.empty()) return void(scopes_.back()[n.text] = val(item));
-        if (!item.is_structured() && !item.is_string()) error("unpacking a " + type_name(val(item)) + " in a for loop");
-        const Json parts = iterate(val(item), "unpacking");
-        if (parts.size() != n.targets.size())
-            error(fmt::format("unpacking {} values into {} loop variables", parts.size(), n.targets.size()));
-        for (std::size_t k = 0; k < parts.size(); ++k) scopes_.back()[n.targets[k]] = val(parts[k]);
+    void bind(const Node& n, const Value& item) {
+        if (n.targets.empty()) return void(scopes_.back()[n.text] = item);
+        if (!item.j().is_structured() && !item.j().is_string()) error("unpacking a " + type_name(item) + " in a for loop");
+        const Value parts = iterate(item, "unpacking");
+        if (parts.j().size() != n.targets.size())
+            error(fmt::format("unpacking {} values into {} loop variables", parts.j().size(), n.targets.size()));
+        for (std::size_t k = 0; k < n.targets.size(); ++k) scopes_.back()[n.targets[k]] = sub(parts, parts.j()[k]);
     }
 
     // A variable, else one of Jinja2's global functions (as a value: `strftime_now is defined`).
@@ -503,8 +524,8 @@ private:
     // past kMaxNesting.
     static Json plain(const Value& v, const std::string& where) {
         if (v.space || v.gen || !v.function.empty()) error("a " + type_name(v) + " in " + where);
-        if (v.defined && nesting(v.j, kMaxNesting) >= kMaxNesting) error(fmt::format("a list nested more than {} deep", kMaxNesting));
-        return v.defined ? v.j : Json(nullptr);
+        if (v.defined && nesting(v.j(), kMaxNesting) >= kMaxNesting) error(fmt::format("a list nested more than {} deep", kMaxNesting));
+        return v.defined ? v.j() : Json(nullptr);
     }
 
     Value list(const Expr& e) {
@@ -525,9 +546,13 @@ private:
 
     static Value attribute(const Value& obj, const std::string& name) {
         if (!obj.defined) error("'" + name + "' of an undefined value");
-        if (obj.space) return obj.space->contains(name) ? val((*obj.space)[name]) : kUndefined;
-        if (obj.j.is_object() && obj.j.contains(name)) return val(obj.j[name]);
-        return kUndefined;
+        if (obj.space) {
+            const auto it = obj.space->attrs.find(name);
+            return it == obj.space->attrs.end() ? kUndefined : it->second;
+        }
+        if (!obj.j().is_object()) return kUndefined;
+        const auto it = obj.j().find(name);
+        return it == obj.j().end() ? kUndefined : sub(obj, *it);
     }
 
     // obj[key]; as in Jinja2, undefined where there is no such item, and for a
@@ -535,18 +560,16 @@ private:
     static Value item(const Value& obj, const Value& key) {
         if (!obj.defined) error("an item of an undefined value");
         if (obj.space) return attribute(obj, str_arg(key, "a namespace's item"));
-        if (obj.j.is_object())
-            return key.defined && key.j.is_string() && obj.j.contains(key.j.get<std::string>())
-                       ? val(obj.j[key.j.get<std::string>()]) : kUndefined;
-        if (obj.gen || !obj.function.empty() || (!obj.j.is_array() && !obj.j.is_string())) return kUndefined;
-        if (!key.defined || !key.j.is_number_integer() || key.j.is_boolean()) return kUndefined;
-        long long i = std::clamp(int_of(key.j), -(1LL << 62), 1LL << 62);
-        if (obj.j.is_array()) {
-            const long long n = (long long)obj.j.size();
+        if (obj.j().is_object()) return key.defined && key.j().is_string() ? attribute(obj, key.j().get<std::string>()) : kUndefined;
+        if (obj.gen || !obj.function.empty() || (!obj.j().is_array() && !obj.j().is_string())) return kUndefined;
+        if (!key.defined || !key.j().is_number_integer() || key.j().is_boolean()) return kUndefined;
+        long long i = std::clamp(int_of(key.j()), -(1LL << 62), 1LL << 62);
+        if (obj.j().is_array()) {
+            const long long n = (long long)obj.j().size();
             if (i < 0) i += n;
-            return i >= 0 && i < n ? val(obj.j[std::size_t(i)]) : kUndefined;
+            return i >= 0 && i < n ? sub(obj, obj.j()[std::size_t(i)]) : kUndefined;
         }
-        const std::u32string cs = codepoints(obj.j.get_ref<const std::string&>());
+        const std::u32string cs = codepoints(obj.j().get_ref<const std::string&>());
         if (i < 0) i += (long long)cs.size();
         return i >= 0 && i < (long long)cs.size() ? val(utf8(cs.substr(std::size_t(i), 1))) : kUndefined;
     }
@@ -555,13 +578,14 @@ private:
         const Value obj = eval(*e.args[0]);
         Value parts[3];
         for (int k = 0; k < 3; ++k) parts[k] = e.args[std::size_t(k) + 1] ? eval(*e.args[std::size_t(k) + 1]) : kUndefined;
-        if (obj.defined && obj.j.is_array()) {
+        if (obj.defined && obj.j().is_array()) {
+            step(obj.j().size());
             Json out = Json::array();
-            for (long long i : slice_positions((long long)obj.j.size(), &parts[0], &parts[1], &parts[2])) out.push_back(obj.j[std::size_t(i)]);
+            for (long long i : slice_positions((long long)obj.j().size(), &parts[0], &parts[1], &parts[2])) out.push_back(obj.j()[std::size_t(i)]);
             return val(out);
         }
-        if (!obj.defined || !obj.j.is_string()) error("slicing a " + type_name(obj));
-        const std::u32string cs = codepoints(obj.j.get_ref<const std::string&>());
+        if (!obj.defined || !obj.j().is_string()) error("slicing a " + type_name(obj));
+        const std::u32string cs = codepoints(obj.j().get_ref<const std::string&>());
         std::u32string out;
         for (long long i : slice_positions((long long)cs.size(), &parts[0], &parts[1], &parts[2])) out += cs[std::size_t(i)];
         return val(utf8(out));
@@ -577,10 +601,12 @@ private:
             if (a.empty()) error("strftime_now() needs a format");
             return val(strftime_now(str_arg(a[0], "strftime_now()")));
         }
-        auto space = std::make_shared<Json>(Json::object());
+        auto space = std::make_shared<Namespace>();
         for (std::size_t i = 0; i < e.args.size(); ++i) {
             if (e.kwargs[i].empty()) error("namespace() with a positional argument");
-            (*space)[e.kwargs[i]] = plain(eval(*e.args[i]), "namespace()");
+            Value v = eval(*e.args[i]);
+            if (v.space) error("a namespace stored in a namespace");
+            space->attrs[e.kwargs[i]] = std::move(v);
         }
         Value out = val(nullptr);
         out.space = space;
@@ -591,14 +617,15 @@ private:
         const Value obj = eval(*e.args[0]);
         const std::string& m = e.name;
         if (m == "items") {  // a dict's (key, value) pairs, each a two-item list
-            if (!obj.defined || obj.gen || obj.space || !obj.j.is_object()) error(".items() on a " + type_name(obj));
+            if (!obj.defined || obj.gen || obj.space || !obj.j().is_object()) error(".items() on a " + type_name(obj));
             args(e, 1, 0, ".items()");
             Json pairs = Json::array();
-            for (auto it = obj.j.begin(); it != obj.j.end(); ++it) pairs.push_back(Json::array({it.key(), *it}));
+            step(obj.j().size());
+            for (auto it = obj.j().begin(); it != obj.j().end(); ++it) pairs.push_back(Json::array({it.key(), *it}));
             return val(pairs);
         }
         if (m == "get") {
-            if (!obj.defined || !obj.j.is_object()) error(".get() on a " + type_name(obj));
+            if (!obj.defined || !obj.j().is_object()) error(".get() on a " + type_name(obj));
             const std::vector<Value> a = args(e, 1, 2, ".get()");
             if (a.empty()) error(".get() needs a key");
             const Value v = item(obj, a[0]);
@@ -640,7 +667,7 @@ private:
         if (f == "selectattr" || f == "rejectattr") return select_attribute(e, v);
         args(e, 1, 0, "|" + f);
         if (f == "length" || f == "count") return val(length(v));
-        if (f == "list") return val(iterate(v, "|list of"));
+        if (f == "list") return iterate(v, "|list of");
         const std::string s = text(v);
         if (f == "string") return val(s);
         if (f == "trim") return val(strip(s, nullptr, true, true));
@@ -652,10 +679,10 @@ private:
         std::optional<long long> indent;
         for (std::size_t i = 1; i < e.args.size(); ++i) {  // the parser let only indent= through
             const Value n = eval(*e.args[i]);
-            if (n.j.is_null()) continue;
-            if (!n.j.is_number_integer() || n.j.is_boolean() || n.gen || n.space || !n.function.empty())
+            if (n.j().is_null()) continue;
+            if (!n.j().is_number_integer() || n.j().is_boolean() || n.gen || n.space || !n.function.empty())
                 error("|tojson(indent=...) of a " + type_name(n) + ", not an integer");
-            indent = int_of(n.j);
+            indent = int_of(n.j());
             if (*indent > 100) error("|tojson(indent=...) past 100");
         }
         if (!v.defined) error("|tojson of an undefined value");
@@ -673,8 +700,10 @@ private:
         const std::vector<Value> test_args(a.begin() + std::min<std::ptrdiff_t>(2, std::ptrdiff_t(a.size())), a.end());
         auto gen = std::make_shared<Generator>();
         gen->items = Json::array();
-        for (const Json& x : truthy(xs) ? iterate(xs, "|" + e.name + " over") : Json::array()) {
-            Value at = val(x);
+        const Value items = truthy(xs) ? iterate(xs, "|" + e.name + " over") : val(Json::array());
+        for (const Json& x : items.j()) {
+            step();
+            Value at = sub(items, x);
             for (const Json& key : path) at = item(at, val(key));
             const bool pass = test_name.empty() ? truthy(at) : test(test_name, at, test_args);
             if (pass == (e.name == "selectattr")) gen->items.push_back(x);
@@ -686,7 +715,7 @@ private:
 
     // Jinja2's attribute paths: "a.b.0" reads ["a"]["b"][0]; a number reads that item.
     static std::vector<Json> attribute_path(const Value& attr) {
-        if (attr.j.is_number_integer() && !attr.j.is_boolean()) return {attr.j};
+        if (attr.j().is_number_integer() && !attr.j().is_boolean()) return {attr.j()};
         std::vector<Json> path;
         for (const Json& part : split(str_arg(attr, "an attribute name"), nullptr, ".")) {
             const std::string& p = part.get_ref<const std::string&>();
@@ -707,7 +736,7 @@ private:
     static bool test(const std::string& t, const Value& v, const std::vector<Value>& args) {
         const std::size_t wanted = t == "equalto" ? 1 : 0;
         if (args.size() != wanted) error(fmt::format("the test '{}' with {} argument(s) (it takes {})", t, args.size(), wanted));
-        const Json& j = v.j;
+        const Json& j = v.j();
         const bool d = v.defined && !v.space && !v.gen && v.function.empty();
         if (t == "equalto") return equal(v, args[0]);
         if (t == "defined") return v.defined;
@@ -731,8 +760,8 @@ private:
         if (e.name == "not") return val(!truthy(v));
         const double x = number(v, e.name);
         if (e.name == "+") return v;
-        if (v.j.is_number_float()) return val(-x);
-        const long long i = int_of(v.j);
+        if (v.j().is_number_float()) return val(-x);
+        const long long i = int_of(v.j());
         if (i == LLONG_MIN) error("an integer past 64 bits");
         return val(-i);
     }
@@ -743,6 +772,7 @@ private:
         if (op == "and") return truthy(a) ? eval(*e.args[1]) : a;
         if (op == "or") return truthy(a) ? a : eval(*e.args[1]);
         const Value b = eval(*e.args[1]);
+        step(a.j().size() + b.j().size());  // the lists or dicts compared, concatenated or searched
         if (op == "in" || op == "not in") return val(contains(b, a) != (op == "not in"));
         if (op.size() <= 2 && op.find_first_of("=<>!") != std::string::npos) return compare(op, a, b);
         return arithmetic(op, a, b);

@@ -268,3 +268,12 @@ TEST_CASE("engine.chat_template.render_limits") {
               .find("more than 1048576 bytes of text") != std::string::npos);
     CHECK(error("{% for a in messages %}{{ a }}{% endfor %}").empty());
 }
+
+TEST_CASE("engine.chat_template.reads_share_memory") {
+    // Qwen's templates read messages[i] in their loop: a read shares the list's
+    // memory. When each read copied the list, 20000 messages took minutes here.
+    Json many = Json::array();
+    for (int i = 0; i < 20000; ++i) many.push_back({{"role", "user"}, {"content", "x"}});
+    const std::string out = render("{% for m in messages %}{{ messages[loop.index0].content }}{{ messages|length }}{% endfor %}", many);
+    CHECK(out.size() == 20000 * 6);
+}
