@@ -7,9 +7,13 @@
 // and TinyLlama-Chat use: template_lexer (tags, whitespace control),
 // template_parser (the tree; everything else refused by name at load) and
 // template_eval (the values). Rendering follows transformers'
-// apply_chat_template: trim_blocks and lstrip_blocks on, its tojson, the
-// variables messages, add_generation_prompt, tools (none), documents (none)
-// and the special tokens bos_token, eos_token, unk_token, pad_token.
+// apply_chat_template: trim_blocks and lstrip_blocks on, its tojson (indent=)
+// and strftime_now, the variables messages, add_generation_prompt, tools
+// (none), documents (none) and the special tokens bos_token, eos_token,
+// unk_token, pad_token. Beyond set/for/if and expressions: inline if, loops
+// that unpack (for k, v in d.items()) or filter (for x in xs if ...), the
+// filters selectattr/rejectattr (a generator, read once, as Jinja2's),
+// list and string, and the test equalto.
 // upper/lower/capitalize map one code point to one (utf8proc), where Python
 // would turn "ß" into "SS".
 #pragma once

@@ -29,8 +29,9 @@ struct Expr {
         slice,    // args[0][args[1]:args[2]:args[3]], any part null
         call,     // name(args...), a global function; kwargs name keyword arguments
         method,   // args[0].name(args[1...])
-        filter,   // args[0] | name(args[1...])
-        test,     // args[0] is [not] name
+        filter,   // args[0] | name(args[1...]); kwargs as for call
+        test,     // args[0] is [not] name [args[1]]
+        cond,     // args[1] if args[0] else args[2] (null: no else, undefined)
         unary,    // name ("not", "-", "+") args[0]
         binary,   // args[0] name args[1]: or and == != < > <= >= in "not in" + - * / // % ~
     } kind;
@@ -39,6 +40,7 @@ struct Expr {
     std::vector<ExprP> args;
     std::vector<std::string> kwargs;  // call: the keyword of each argument ("" for positional)
     bool negated = false;             // test: "is not"
+    int depth = 1;                    // 1 + the deepest argument's; the parser bounds it, so evaluation's recursion is
 };
 
 struct Node;
@@ -49,7 +51,7 @@ struct Node {
         text,    // text, as it appears after whitespace control
         output,  // {{ expr }}
         set,     // {% set target[.attr] = expr %}
-        for_,    // {% for target in expr %} body {% endfor %}
+        for_,    // {% for target in expr [if filter] %} body {% endfor %}; targets when unpacking (a, b)
         if_,     // {% if %} / elif / else: branches in order, the else's condition null
     } kind;
     std::string text;    // text; set/for: the variable
@@ -57,6 +59,8 @@ struct Node {
     ExprP expr;
     Body body;
     std::vector<std::pair<ExprP, Body>> branches;
+    std::vector<std::string> targets;  // for: {% for a, b in ... %} unpacks each item into these
+    ExprP filter;                      // for: the items an "if" after the sequence keeps, or null
 };
 
 }  // namespace pd::tok::tmpl

@@ -19,7 +19,17 @@ struct RenderError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Bounds on what one render may do, so that no template or messages hang the
+// process or exhaust its memory: the nodes, loop turns and expressions
+// evaluated, and the bytes of text made or copied (each string an expression
+// gives, and the output). Real templates take a few dozen steps and a few
+// copies of the text a message.
+struct Limits {
+    long long steps = 5'000'000;
+    std::size_t text_bytes = std::size_t(256) << 20;
+};
+
 // `globals`: a JSON object of the template's variables (messages, bos_token...).
-std::string render(const Body& body, const Json& globals);
+std::string render(const Body& body, const Json& globals, const Limits& limits = {});
 
 }  // namespace pd::tok::tmpl

@@ -85,7 +85,14 @@ private:
         if (!text.empty()) out_.push_back({Token::data, std::string(text), {}, line_at(pos_)});
     }
 
-    int line_at(std::size_t p) const { return 1 + int(std::count(src_.begin(), src_.begin() + long(p), '\n')); }
+    // The line of byte p. Counted on from the last call (tokens come in order),
+    // so a long template costs one pass, not one per token.
+    int line_at(std::size_t p) {
+        if (p < counted_to_) counted_to_ = 0, counted_lines_ = 1;
+        counted_lines_ += int(std::count(src_.begin() + long(counted_to_), src_.begin() + long(p), '\n'));
+        counted_to_ = p;
+        return counted_lines_;
+    }
 
     // After a tag's closer: -X} strips all white space, X} (block or comment) one newline.
     void after_close(std::size_t close_end, char sign, bool block) {
@@ -189,6 +196,8 @@ private:
 
     std::string src_;
     std::size_t pos_ = 0;
+    std::size_t counted_to_ = 0;
+    int counted_lines_ = 1;
     std::vector<Token> out_;
 };
 

@@ -12,13 +12,20 @@ namespace {
 
 // What the evaluator (template_eval.cpp) implements; anything else is refused here.
 const std::vector<std::string_view> kFilters = {"trim", "tojson", "length", "count", "upper", "lower",
-                                                "capitalize", "default", "d"};
+                                                "capitalize", "default", "d", "string", "list",
+                                                "selectattr", "rejectattr"};
 const std::vector<std::string_view> kTests = {"defined", "undefined", "none", "string", "number", "integer",
                                               "float", "boolean", "true", "false", "mapping", "iterable",
-                                              "sequence"};
-const std::vector<std::string_view> kFunctions = {"raise_exception", "namespace"};
+                                              "sequence", "equalto"};
+const std::vector<std::string_view> kTestsWithArgument = {"equalto"};
+const std::vector<std::string_view> kFunctions = {"raise_exception", "namespace", "strftime_now"};
 const std::vector<std::string_view> kMethods = {"startswith", "endswith", "strip", "lstrip", "rstrip",
-                                                "split", "upper", "lower", "replace", "get"};
+                                                "split", "upper", "lower", "replace", "get", "items"};
+
+// How deep blocks, parentheses and operator chains may nest: the parser and
+// the evaluator recurse once per level, and a template must not overflow the
+// stack. Jinja2 itself stops near here (Python's recursion limit).
+constexpr int kMaxDepth = 100;
 const std::vector<std::string_view> kLoopAttrs = {"index0", "index", "first", "last", "length",
                                                   "revindex", "revindex0"};
 
@@ -31,7 +38,16 @@ ExprP make(Expr::Kind kind, std::string name = "", std::vector<ExprP> args = {})
     e->kind = kind;
     e->name = std::move(name);
     e->args = std::move(args);
+    for (const ExprP& a : e->args)
+        if (a) e->depth = std::max(e->depth, a->depth + 1);
     return e;
+}
+
+Node make_node(Node::Kind kind, std::string text = "") {
+    Node n{};
+    n.kind = kind;
+    n.text = std::move(text);
+    return n;
 }
 
 template <class... E>
@@ -62,8 +78,26 @@ private:
 
     [[noreturn]] void refuse(const std::string& what) const {
         fail("chat_template: line {}: {} is not supported by the kit's template engine (a Jinja subset: "
-             "set, for, if, namespace, the filters trim/tojson/length/upper/lower/capitalize/default, "
-             "string methods, slicing, raise_exception)", peek().line, what);
+             "set, for, if, inline if, namespace, the filters trim/tojson/length/upper/lower/capitalize/"
+             "default/string/list/selectattr/rejectattr, string methods, slicing, raise_exception, "
+             "strftime_now)", peek().line, what);
+    }
+
+    // One more level of nesting while alive; past kMaxDepth the template is refused.
+    struct Nest {
+        explicit Nest(Parser& p) : p(p) {
+            if (++p.depth_ > kMaxDepth) fail("chat_template: line {}: nested more than {} levels deep", p.peek().line, kMaxDepth);
+        }
+        ~Nest() { --p.depth_; }
+        Nest(const Nest&) = delete;
+        Nest& operator=(const Nest&) = delete;
+        Parser& p;
+    };
+
+    // e, refused when operator chains (a + b + ...) made its tree deeper than kMaxDepth.
+    ExprP bounded(ExprP e) const {
+        if (e->depth > kMaxDepth) fail("chat_template: line {}: an expression nested more than {} levels deep", peek().line, kMaxDepth);
+        return e;
     }
     [[noreturn]] void expected(std::string_view what) const {
         const Token& t = peek();
@@ -84,6 +118,7 @@ private:
 
     // Nodes up to a {% stop %} tag in `stops` (the tag's keyword consumed, its name in `stopped`), or the end.
     Body until(std::initializer_list<std::string_view> stops, std::string& stopped) {
+        const Nest nest(*this);
         Body body;
         for (;;) {
             const Token& t = peek();
@@ -92,9 +127,10 @@ private:
                 return body;
             }
             ++i_;
-            if (t.kind == Token::data) body.push_back(Node{Node::Kind::text, t.text, "", nullptr, {}, {}});
+            if (t.kind == Token::data) body.push_back(make_node(Node::Kind::text, t.text));
             else if (t.kind == Token::var_begin) {
-                body.push_back(Node{Node::Kind::output, "", "", expression(), {}, {}});
+                body.push_back(make_node(Node::Kind::output));
+                body.back().expr = expression();
                 expect(Token::var_end, "'}}'");
             } else {
                 const std::string kw = name("a statement keyword");
@@ -113,7 +149,7 @@ private:
     }
 
     Node set_statement() {
-        Node n{Node::Kind::set, name("a variable name"), "", nullptr, {}, {}};
+        Node n = make_node(Node::Kind::set, name("a variable name"));
         if (accept_op(".")) n.attr = name("an attribute name");
         if (is_op(",")) refuse("unpacking in {% set a, b = ... %}");
         if (!is_op("=")) refuse("{% set %} ... {% endset %} (a block set)");
@@ -123,12 +159,15 @@ private:
         return n;
     }
 
+    // {% for x in xs %}, {% for a, b in pairs %}, {% for x in xs if cond %}.
     Node for_statement() {
-        Node n{Node::Kind::for_, name("the loop variable"), "", nullptr, {}, {}};
-        if (is_op(",")) refuse("unpacking in {% for a, b in ... %}");
+        if (is_op("(")) refuse("a parenthesised loop target");
+        Node n = make_node(Node::Kind::for_, name("the loop variable"));
+        if (is_op(",")) n.targets.push_back(n.text);
+        while (accept_op(",")) n.targets.push_back(name("a loop variable"));
         if (!accept_name("in")) expected("'in'");
         n.expr = or_expr();
-        if (is_name("if")) refuse("a filtered loop {% for x in xs if ... %}");
+        if (accept_name("if")) n.filter = expression();
         if (is_name("recursive")) refuse("a recursive loop");
         expect(Token::block_end, "'%}'");
         std::string stopped;
@@ -139,15 +178,15 @@ private:
     }
 
     Node if_statement() {
-        Node n{Node::Kind::if_, "", "", nullptr, {}, {}};
-        ExprP cond = expression();
+        Node n = make_node(Node::Kind::if_);
+        ExprP cond = or_expr();  // Jinja2 reads no inline if here: {% if a if b %} is a syntax error
         for (;;) {
             expect(Token::block_end, "'%}'");
             std::string stopped;
             Body body = until({"endif", "elif", "else"}, stopped);
             n.branches.emplace_back(std::move(cond), std::move(body));
             if (stopped == "endif") break;
-            cond = stopped == "elif" ? expression() : nullptr;
+            cond = stopped == "elif" ? or_expr() : nullptr;
             if (!cond && !n.branches.back().first) expected("{% endif %} after {% else %}");
         }
         expect(Token::block_end, "'%}'");
@@ -156,25 +195,33 @@ private:
 
     // --- expressions, Jinja's precedence from loosest to tightest ---
 
+    // Jinja2's conditional expression: `a if c else b`, `a if c` (undefined when c is false),
+    // and chains, `a if c else b if d else e`, the else part itself a conditional.
     ExprP expression() {
+        const Nest nest(*this);
         ExprP e = or_expr();
-        if (is_name("if")) refuse("an inline if (x if cond else y)");
+        while (accept_name("if")) {
+            ExprP cond = or_expr();
+            ExprP otherwise = accept_name("else") ? expression() : nullptr;
+            e = bounded(make(Expr::Kind::cond, "", exprs(std::move(cond), std::move(e), std::move(otherwise))));
+        }
         return e;
     }
 
     ExprP or_expr() {
         ExprP e = and_expr();
-        while (accept_name("or")) e = make(Expr::Kind::binary, "or", exprs(std::move(e), and_expr()));
+        while (accept_name("or")) e = bounded(make(Expr::Kind::binary, "or", exprs(std::move(e), and_expr())));
         return e;
     }
 
     ExprP and_expr() {
         ExprP e = not_expr();
-        while (accept_name("and")) e = make(Expr::Kind::binary, "and", exprs(std::move(e), not_expr()));
+        while (accept_name("and")) e = bounded(make(Expr::Kind::binary, "and", exprs(std::move(e), not_expr())));
         return e;
     }
 
     ExprP not_expr() {
+        const Nest nest(*this);
         if (accept_name("not")) return make(Expr::Kind::unary, "not", exprs(not_expr()));
         return compare();
     }
@@ -198,7 +245,7 @@ private:
 
     ExprP concat() {
         ExprP e = sum();
-        while (accept_op("~")) e = make(Expr::Kind::binary, "~", exprs(std::move(e), sum()));
+        while (accept_op("~")) e = bounded(make(Expr::Kind::binary, "~", exprs(std::move(e), sum())));
         return e;
     }
 
@@ -206,7 +253,7 @@ private:
         ExprP e = product();
         while (is_op("+") || is_op("-")) {
             const std::string op = t_[i_++].text;
-            e = make(Expr::Kind::binary, op, exprs(std::move(e), product()));
+            e = bounded(make(Expr::Kind::binary, op, exprs(std::move(e), product())));
         }
         return e;
     }
@@ -215,13 +262,14 @@ private:
         ExprP e = unary(true);
         while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
             const std::string op = t_[i_++].text;
-            e = make(Expr::Kind::binary, op, exprs(std::move(e), unary(true)));
+            e = bounded(make(Expr::Kind::binary, op, exprs(std::move(e), unary(true))));
         }
         if (is_op("**")) refuse("the power operator **");
         return e;
     }
 
     ExprP unary(bool with_filter) {
+        const Nest nest(*this);
         ExprP e;
         if (is_op("-") || is_op("+")) {
             const std::string op = t_[i_++].text;
@@ -278,14 +326,14 @@ private:
                 std::string attr = name("an attribute name");
                 if (is_op("(")) {
                     if (!known(kMethods, attr)) refuse("the method ." + attr + "()");
-                    e = make(Expr::Kind::method, attr, exprs(std::move(e)));
+                    e = bounded(make(Expr::Kind::method, attr, exprs(std::move(e))));
                     call_args(*e);
                     continue;
                 }
                 if (e->kind == Expr::Kind::name && e->name == "loop" && !known(kLoopAttrs, attr)) refuse("loop." + attr);
-                e = make(Expr::Kind::attr, attr, exprs(std::move(e)));
+                e = bounded(make(Expr::Kind::attr, attr, exprs(std::move(e))));
             } else if (accept_op("[")) {
-                e = subscript(std::move(e));
+                e = bounded(subscript(std::move(e)));
             } else if (is_op("(")) {
                 if (e->kind != Expr::Kind::name) refuse("calling an expression");
                 if (!known(kFunctions, e->name)) refuse("the function " + e->name + "()");
@@ -336,24 +384,64 @@ private:
             if (accept_op("|")) {
                 const std::string f = name("a filter name");
                 if (!known(kFilters, f)) refuse("the filter |" + f);
-                e = make(Expr::Kind::filter, f, exprs(std::move(e)));
+                e = bounded(make(Expr::Kind::filter, f, exprs(std::move(e))));
                 if (is_op("(")) call_args(*e);
+                check_filter_args(*e);
             } else if (accept_name("is")) {
-                const bool negated = accept_name("not");
-                const std::string test = name("a test name");
-                if (!known(kTests, test)) refuse("the test 'is " + test + "'");
-                e = make(Expr::Kind::test, test, exprs(std::move(e)));
-                e->negated = negated;
-                if (is_op("(") || peek().kind == Token::string || peek().kind == Token::number)
-                        refuse("a test with an argument");
+                e = bounded(test(std::move(e)));
             } else {
                 return e;
             }
         }
     }
 
+    // After 'is': [not] name, then an argument as Jinja2 reads one: in parentheses, or a
+    // value right after the name (x is equalto 'user'); `else`, `or` and `and` end the test.
+    ExprP test(ExprP e) {
+        const bool negated = accept_name("not");
+        const std::string test = name("a test name");
+        if (!known(kTests, test)) refuse("the test 'is " + test + "'");
+        e = make(Expr::Kind::test, test, exprs(std::move(e)));
+        e->negated = negated;
+        if (is_op("(")) {
+            call_args(*e);
+        } else if (peek().kind == Token::string || peek().kind == Token::number || is_op("[") || is_op("{") ||
+                   (peek().kind == Token::name && !is_name("else") && !is_name("or") && !is_name("and"))) {
+            if (is_name("is")) expected("one test, not a chain of 'is'");
+            e->args.push_back(postfix(primary()));
+            e->kwargs.assign(2, "");
+        }
+        check_test_args(test, e->args.size() - 1, std::any_of(e->kwargs.begin(), e->kwargs.end(), [](const std::string& k) { return !k.empty(); }));
+        return e;
+    }
+
+    void check_test_args(const std::string& test, std::size_t given, bool keywords) const {
+        const std::size_t wanted = known(kTestsWithArgument, test) ? 1 : 0;
+        if (keywords) refuse("the test '" + test + "' with a keyword argument");
+        if (given != wanted) refuse(fmt::format("the test '{}' with {} argument(s) (it takes {})", test, given, wanted));
+    }
+
+    // What can be checked before rendering: tojson's options, and the test
+    // selectattr/rejectattr apply when it is named by a literal.
+    void check_filter_args(const Expr& e) const {
+        const auto keyword = [&](std::size_t i) { return e.kwargs.size() > i ? e.kwargs[i] : std::string(); };
+        if (e.name == "tojson") {
+            for (std::size_t i = 1; i < e.args.size(); ++i)
+                if (keyword(i) != "indent") refuse(keyword(i).empty() ? "|tojson with a positional argument" : "|tojson(" + keyword(i) + "=...)");
+            return;
+        }
+        if (e.name != "selectattr" && e.name != "rejectattr") return;
+        for (std::size_t i = 1; i < e.args.size(); ++i)
+            if (!keyword(i).empty()) refuse("|" + e.name + "(" + keyword(i) + "=...)");
+        if (e.args.size() < 3 || e.args[2]->kind != Expr::Kind::literal || !e.args[2]->value.is_string()) return;
+        const std::string test = e.args[2]->value.get<std::string>();
+        if (!known(kTests, test)) refuse("the test '" + test + "' (in |" + e.name + ")");
+        check_test_args(test, e.args.size() - 3, false);
+    }
+
     std::vector<Token> t_;
     std::size_t i_ = 0;
+    int depth_ = 0;  // the nesting Nest guards count
 };
 
 }  // namespace

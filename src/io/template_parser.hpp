@@ -9,8 +9,9 @@
 namespace pd::tok::tmpl {
 
 // Throws UserError naming the line and the construct: a statement other than
-// set/for/if, a filter, test, function or method the evaluator lacks, a
-// macro, an inline if, a dict literal, tuple unpacking...
+// set/for/if, a filter, test, function or method the evaluator lacks (or a
+// test named in selectattr), a macro, a dict literal, unpacking in a set,
+// nesting past 100 levels...
 Body parse_template(std::string_view source);
 
 }  // namespace pd::tok::tmpl
