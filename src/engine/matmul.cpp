@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/bf16_convert.hpp"
+#include "engine/engine_settings.hpp"
 #include "engine/isa.hpp"
 #include "engine/onednn_matmul.hpp"
 #include "engine/panel_kernels.hpp"
@@ -36,13 +36,13 @@ static void reserve_x_scratch(int in);
 // and the same read loop streams far faster from huge pages than from 4 KiB
 // ones (figures in docs/performance.md, "Huge pages"). The buffer is mmap'd directly (not malloc'd: below glibc's sliding mmap
 // threshold a vector comes from the heap, already touched in 4 KiB pages) and
-// advised before first touch. PDLAB_HUGEPAGES=0 turns the advice off.
+// advised before first touch. PDLAB_HUGEPAGES=0 turns the advice off: read
+// through the one parse of the engines' settings (engine_settings.hpp), which
+// refuses a value it does not know, once, since the model's load (make_model)
+// takes no settings to carry it here.
 template <typename T>
 T* HugePageAllocator<T>::allocate(std::size_t n) {
-    static const bool enabled = [] {
-        const char* e = std::getenv("PDLAB_HUGEPAGES");
-        return !(e && std::string(e) == "0");
-    }();
+    static const bool enabled = engine_settings_from_env().huge_pages;
     const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
