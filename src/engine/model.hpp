@@ -33,11 +33,12 @@
 namespace pd {
 
 // The engines a model is loaded to serve: decides which copies of the
-// matrices it holds (weights.hpp). pdlab asks for its --device only; a
-// program that runs both engines on one model asks for both.
+// matrices it holds (weights.hpp), and how the CPU's is held. pdlab asks for
+// its --device only; a program that runs both engines on one model asks for both.
 struct Backends {
     bool cpu = true;
     bool cuda = false;
+    bool huge_pages = true;  // the CPU's decode panels advised as huge pages (PDLAB_HUGEPAGES, engine_settings.hpp)
 };
 
 struct Model {

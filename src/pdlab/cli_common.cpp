@@ -83,7 +83,7 @@ Session load_session(const CommonOptions& o) {
     // Only the engine --device names: a CPU run keeps no row-major copy of the matrices.
     const Device d = parse_device(o.device);
     s.loaded = load_model(o.model, precision_of(o), true,
-                          {.cpu = d == Device::cpu, .cuda = d == Device::cuda});
+                          {.cpu = d == Device::cpu, .cuda = d == Device::cuda, .huge_pages = s.settings.huge_pages});
     return s;
 }
 

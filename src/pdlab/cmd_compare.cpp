@@ -154,7 +154,8 @@ int run_compare(const CompareOptions& o) {
     if (o.threads > 0) omp_set_num_threads(o.threads);
     const EngineSettings settings = engine_settings_from_env();
     // One model serves both engines, so it keeps its row-major copy for the GPU upload.
-    LoadedModel lm = load_model(o.model, parse_precision(o.precision), true, Backends{.cpu = true, .cuda = true});
+    LoadedModel lm = load_model(o.model, parse_precision(o.precision), true,
+                                Backends{.cpu = true, .cuda = true, .huge_pages = settings.huge_pages});
     const Side cpu = bench_on(Device::cpu, o, lm, settings.cuda);
     const Side gpu = bench_on(Device::cuda, o, lm, settings.cuda);
     print_comparison(o, cpu, gpu);

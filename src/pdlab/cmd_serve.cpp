@@ -158,7 +158,8 @@ Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics&
     p.device = parse_device(o.common.device);
     p.block_size = o.block_size;
     p.threads = o.common.threads;
-    p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks : default_kv_blocks(s.loaded.model->config, o, p.device, s.settings.cuda, context);
+    p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks
+                                     : default_kv_blocks(s.loaded.model->config, o, p.device, s.settings.cuda, context);
     auto paged = serve::make_paged_serving_engine(s.loaded.model, p);
     b.hardware = paged->hardware();
     b.serving = std::move(paged);
