@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 
 #include "attention.cuh"
@@ -65,10 +63,9 @@ gpu::DeviceShape device_shape(const Config& c) {
     return s;
 }
 
-// A switch that is on unless the variable says 0, off or no.
-bool enabled_by_env(const char* name) {
-    const char* v = std::getenv(name);
-    return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "no") == 0));
+// The device cache's element type for the settings' (engine.hpp) KV precision.
+gpu::KVPrecision device_kv(KvPrecision kv) {
+    return kv == KvPrecision::bf16 ? gpu::KVPrecision::bf16 : gpu::KVPrecision::f32;
 }
 
 // Whether bf16 and int8 models run prefill attention on the flash kernel
@@ -77,21 +74,12 @@ bool enabled_by_env(const char* name) {
 // Llama-1B at 2,048 tokens, 71% of the prefill's kernel time, where the
 // attention_prefill harness's cuBLAS version ran 2.6x faster (0.336 against
 // 0.883 ms at 16 heads). Flash stays for what only it does: it reads a bf16
-// KV cache, so PDLAB_CUDA_KV=bf16 turns it on, and it never holds the scores
-// (256 MiB less for the 1B model at 2,048 tokens); PDLAB_CUDA_FLASH=1 or 0
-// says so outright.
-bool flash_prefill_wanted(gpu::KVPrecision kv) {
-    if (!std::getenv("PDLAB_CUDA_FLASH")) return kv == gpu::KVPrecision::bf16;
-    return enabled_by_env("PDLAB_CUDA_FLASH");
-}
-
-// The device cache's element type: PDLAB_CUDA_KV=f32 (the default: the CPU's
-// numbers) or bf16 (half the bytes a decode step reads from the cache).
-gpu::KVPrecision kv_precision_by_env() {
-    const char* v = std::getenv("PDLAB_CUDA_KV");
-    if (!v || std::strcmp(v, "f32") == 0) return gpu::KVPrecision::f32;
-    if (std::strcmp(v, "bf16") == 0) return gpu::KVPrecision::bf16;
-    fail("PDLAB_CUDA_KV={} is not a KV cache precision: use f32 (the default) or bf16", v);
+// KV cache, so a bf16 cache (PDLAB_CUDA_KV=bf16) turns it on, and it never
+// holds the scores (256 MiB less for the 1B model at 2,048 tokens);
+// PDLAB_CUDA_FLASH=1 or 0 (settings.flash on or off) says so outright.
+bool flash_prefill_wanted(const CudaSettings& settings) {
+    if (settings.flash == CudaSettings::Flash::by_cache) return settings.kv == KvPrecision::bf16;
+    return settings.flash == CudaSettings::Flash::on;
 }
 
 // A CudaEngine serves either track 1 (Engine: the contiguous cache of
@@ -101,7 +89,7 @@ gpu::KVPrecision kv_precision_by_env() {
 class CudaEngine final : public Engine, public PagedForward {
 public:
     CudaEngine(std::shared_ptr<const Model> m, const EngineOptions& o, const PagedKVCache* pool = nullptr)
-        : model_(std::move(m)) {
+        : model_(std::move(m)), settings_(o.cuda) {
         if (!model_->serves.cuda)
             fail("this model was loaded for the CPU only, so its row-major matrices were released once "
                  "packed for the CPU (weights.hpp) and there is nothing to upload: load it with "
@@ -138,7 +126,7 @@ public:
                           : gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim,
                                                       kv_precision_);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
-            use_graphs_ = !pool && enabled_by_env("PDLAB_CUDA_GRAPHS");  // a paged step's rows and tables change every time
+            use_graphs_ = !pool && settings_.graphs;  // a paged step's rows and tables change every time
             PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
         } catch (...) {
             release();  // the destructor does not run for a half-built object
@@ -447,10 +435,10 @@ private:
         // The flash kernel's tiles must fit the card's shared memory per block:
         // head_dim 128 takes 110 KiB, over the 99 KiB of an RTX 30xx/40xx or
         // L4 (the A100 has 163, Hopper 227); there prefill attention runs on cuBLAS.
-        kv_precision_ = kv_precision_by_env();
+        kv_precision_ = device_kv(settings_.kv);
         dm_.flash_prefill = dm_.bf16 && gpu::attention_prefill_flash_supports(dm_.shape.head_dim) &&
                             gpu::tiled_attention_smem_bytes(dm_.shape.head_dim) <= prop_.sharedMemPerBlockOptin &&
-                            flash_prefill_wanted(kv_precision_);
+                            flash_prefill_wanted(settings_);
         if (kv_precision_ != gpu::KVPrecision::bf16) return;
         if (!dm_.bf16)
             fail("PDLAB_CUDA_KV=bf16 needs bf16 or int8 weights (--precision bf16 or int8): an f32 model's "
@@ -583,6 +571,7 @@ private:
     }
 
     std::shared_ptr<const Model> model_;
+    CudaSettings settings_;  // EngineOptions::cuda: the cache's precision, flash prefill, graphs
     cudaDeviceProp prop_{};
     cudaStream_t stream_ = nullptr;
     cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
@@ -602,7 +591,7 @@ private:
     std::size_t h_logits_cap_ = 0;
     std::map<int, Graph> graphs_;                          // decode step graph per batch size
     bool use_graphs_ = true;
-    gpu::KVPrecision kv_precision_ = gpu::KVPrecision::f32;  // PDLAB_CUDA_KV
+    gpu::KVPrecision kv_precision_ = gpu::KVPrecision::f32;  // settings_.kv
 };
 
 }  // namespace
@@ -614,13 +603,13 @@ bool cuda_device_present(std::string* why_not) {
 }
 
 std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Model> model,
-                                                      const PagedKVCache& pool) {
+                                                      const PagedKVCache& pool, const CudaSettings& cuda) {
     EngineOptions o;
-    o.device = Device::cuda;  // o.batch = 1: the run state's first size, before the first step grows it
+    o.device = Device::cuda, o.cuda = cuda;  // o.batch = 1: the run state's first size, before the first step grows it
     return std::make_unique<CudaEngine>(std::move(model), o, &pool);
 }
 
-std::size_t cuda_kv_elem_bytes() { return gpu::kv_elem_bytes(kv_precision_by_env()); }
+std::size_t cuda_kv_elem_bytes(const CudaSettings& cuda) { return gpu::kv_elem_bytes(device_kv(cuda.kv)); }
 
 std::string cuda_device_summary() {
     if (!cuda_device_present()) return {};

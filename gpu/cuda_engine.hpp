@@ -26,11 +26,11 @@ std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, con
 // uploads the weights as make_cuda_engine does and allocates device K/V for
 // every block of `pool` (whose host vectors stay empty).
 std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Model> model,
-                                                      const PagedKVCache& pool);
+                                                      const PagedKVCache& pool, const CudaSettings& cuda);
 
-// Bytes of one cached K or V element on the GPU: 4, or 2 with
-// PDLAB_CUDA_KV=bf16 (another value: UserError). Needs no GPU.
-std::size_t cuda_kv_elem_bytes();
+// Bytes of one cached K or V element on the GPU: 4, or 2 with a bf16 cache
+// (cuda.kv). Needs no GPU.
+std::size_t cuda_kv_elem_bytes(const CudaSettings& cuda);
 
 // "NVIDIA H200 (132 SMs, 139.8 GiB, compute capability 9.0)"; empty without a GPU.
 std::string cuda_device_summary();

@@ -188,149 +188,214 @@ Paged to_paged(const std::vector<float>& K, const std::vector<float>& V, int lay
     return p;
 }
 
-}  // namespace
+// The command line: which version and the shapes.
+struct Shapes {
+    int version = 0, B = 1, H = 32, Hkv = 8, D = 64, N = 2048, layers = 16, bs = 16, repeats = 20;
+    std::size_t q_layer() const { return std::size_t(B) * H * D; }         // queries (and outputs) of one layer
+    std::size_t kv_layer() const { return std::size_t(B) * Hkv * N * D; }  // K (or V) of one layer
+};
 
-int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   "attention_decode: decode attention kernels, validated then timed against the floor.\n"
-                   "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 split-K per head,\n"
-                   "                 4 GQA split-K, 16-byte loads (engine), 5 the same through a block table,\n"
-                   "                 6 the engine's kernel on a bf16 cache\n"
-                   "  --batch B --heads H --kv-heads HKV --head-dim D --len N   shapes (1, 32, 8, 64, 2048)\n"
-                   "  --layers L     layers of cache, each run covers all (16)\n"
-                   "  --block-size S positions per block of version 5 (16)\n"
-                   "  --repeats R    timed runs, median reported (20)\n"
-                   "  --bandwidth-gbs X   copy bandwidth for the floor (gpu/dev/bandwidth; default: the card's peak)\n"
-                   "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n"};
-    args.maybe_help();
-    dev::require_gpu("attention_decode");
-    const int version = int(args.get("--version", 0)), B = int(args.get("--batch", 1));
-    const int H = int(args.get("--heads", 32)), Hkv = int(args.get("--kv-heads", 8));
-    const int D = int(args.get("--head-dim", 64)), N = int(args.get("--len", 2048));
-    const int layers = int(args.get("--layers", 16)), bs = int(args.get("--block-size", 16));
-    const int repeats = int(args.get("--repeats", 20));
-    if (B < 1 || H < 1 || Hkv < 1 || H % Hkv || D < 4 || D % 4 || D > pd::gpu::kDecodeMaxHeadDim || N < 1 || layers < 1 || bs < 1) {
+const char* const kHelp =
+    "attention_decode: decode attention kernels, validated then timed against the floor.\n"
+    "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 split-K per head,\n"
+    "                 4 GQA split-K, 16-byte loads (engine), 5 the same through a block table,\n"
+    "                 6 the engine's kernel on a bf16 cache\n"
+    "  --batch B --heads H --kv-heads HKV --head-dim D --len N   shapes (1, 32, 8, 64, 2048)\n"
+    "  --layers L     layers of cache, each run covers all (16)\n"
+    "  --block-size S positions per block of version 5 (16)\n"
+    "  --repeats R    timed runs, median reported (20)\n"
+    "  --bandwidth-gbs X   copy bandwidth for the floor (gpu/dev/bandwidth; default: the card's peak)\n"
+    "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n";
+
+// False (after saying why) for shapes the kernels do not take.
+bool read_shapes(const dev::Args& args, Shapes& s) {
+    s.version = int(args.get("--version", 0)), s.B = int(args.get("--batch", 1));
+    s.H = int(args.get("--heads", 32)), s.Hkv = int(args.get("--kv-heads", 8));
+    s.D = int(args.get("--head-dim", 64)), s.N = int(args.get("--len", 2048));
+    s.layers = int(args.get("--layers", 16)), s.bs = int(args.get("--block-size", 16));
+    s.repeats = int(args.get("--repeats", 20));
+    if (s.B < 1 || s.H < 1 || s.Hkv < 1 || s.H % s.Hkv || s.D < 4 || s.D % 4 || s.D > pd::gpu::kDecodeMaxHeadDim ||
+        s.N < 1 || s.layers < 1 || s.bs < 1) {
         std::fprintf(stderr, "attention_decode: need positive shapes, heads a multiple of kv-heads, and head-dim "
                              "a multiple of 4 up to 128 (rows are read 16 bytes at a time)\n");
-        return 2;
+        return false;
     }
-    const dev::Card card = dev::card(args);
-    const double gbs = args.getf("--bandwidth-gbs", card.peak_gbs);
+    return true;
+}
 
-    // The cache holds exactly N positions per sequence; every query sees all of them.
-    const std::size_t q_layer = std::size_t(B) * H * D, kv_layer = std::size_t(B) * Hkv * N * D;
-    auto hq = dev::randn(layers * q_layer, 1);
-    auto hK = dev::randn(layers * kv_layer, 2);
-    auto hV = dev::randn(layers * kv_layer, 3);
-    const std::vector<float> ref = cpu_reference(hq, hK, hV, layers, B, H, Hkv, N, D);
-    const std::vector<float> ref16 = cpu_reference(hq, dev::rounded(hK), dev::rounded(hV), layers, B, H, Hkv, N, D);
-    const Paged hp = to_paged(hK, hV, layers, B, Hkv, N, D, bs);
-    float* q = dev::to_device(hq);
-    float* K = dev::to_device(hK);
-    float* V = dev::to_device(hV);
-    float* Kp = dev::to_device(hp.k);
-    float* Vp = dev::to_device(hp.v);
-    __nv_bfloat16* K16 = dev::to_device(dev::to_bf16(hK));
-    __nv_bfloat16* V16 = dev::to_device(dev::to_bf16(hV));
-    int* table = dev::to_device(hp.table);
-    std::vector<int> hslots(B), hpos(B, N - 1), hidentity(B);
+// The inputs and what every version must give: the reference on the f32 K/V
+// and on the K/V rounded to bf16 (version 6), and the paged copy (version 5).
+// The cache holds exactly N positions per sequence; every query sees all of them.
+struct HostData {
+    std::vector<float> q, K, V, ref, ref16;
+    Paged paged;
+};
+HostData make_host_data(const Shapes& s) {
+    HostData h;
+    h.q = dev::randn(s.layers * s.q_layer(), 1);
+    h.K = dev::randn(s.layers * s.kv_layer(), 2);
+    h.V = dev::randn(s.layers * s.kv_layer(), 3);
+    h.ref = cpu_reference(h.q, h.K, h.V, s.layers, s.B, s.H, s.Hkv, s.N, s.D);
+    h.ref16 = cpu_reference(h.q, dev::rounded(h.K), dev::rounded(h.V), s.layers, s.B, s.H, s.Hkv, s.N, s.D);
+    h.paged = to_paged(h.K, h.V, s.layers, s.B, s.Hkv, s.N, s.D, s.bs);
+    return h;
+}
+
+// The same on the device, with the engine kernel's slots, positions and the
+// identity block table, the output and the split scratch.
+struct DeviceData {
+    float *q, *K, *V, *Kp, *Vp;
+    __nv_bfloat16 *K16, *V16;
+    int *table, *slots, *pos, *identity;
+    float* out = nullptr;
+    float* scores = nullptr;  // version 1's, allocated on its first launch
+    float* scratch = nullptr;
+};
+DeviceData upload(const Shapes& s, const HostData& h) {
+    DeviceData d;
+    d.q = dev::to_device(h.q);
+    d.K = dev::to_device(h.K);
+    d.V = dev::to_device(h.V);
+    d.Kp = dev::to_device(h.paged.k);
+    d.Vp = dev::to_device(h.paged.v);
+    d.K16 = dev::to_device(dev::to_bf16(h.K));
+    d.V16 = dev::to_device(dev::to_bf16(h.V));
+    d.table = dev::to_device(h.paged.table);
+    std::vector<int> hslots(s.B), hpos(s.B, s.N - 1), hidentity(s.B);
     std::iota(hslots.begin(), hslots.end(), 0);
     std::iota(hidentity.begin(), hidentity.end(), 0);
-    int* slots = dev::to_device(hslots);
-    int* pos = dev::to_device(hpos);
-    int* identity = dev::to_device(hidentity);
-    float* out = nullptr;
-    float* scores = nullptr;
-    float* scratch = nullptr;
-    DEV_CHECK(cudaMalloc(&out, ref.size() * sizeof(float)));
-    const int v3_splits = (N + kV3Keys - 1) / kV3Keys;
-    const std::size_t scratch_floats = std::max(pd::gpu::attention_decode_scratch(B, H, N, D),
-                                                std::size_t(B) * H * v3_splits * (D + 2));
-    DEV_CHECK(cudaMalloc(&scratch, scratch_floats * sizeof(float)));
-    // Layer l's cache as the engine's kernel sees it: contiguous (one block
-    // of N positions per sequence, the identity table) or paged.
-    auto contiguous_layer = [&](int l) {
-        return pd::gpu::KVLayer{K + l * kv_layer, V + l * kv_layer, identity, B, 1, N, Hkv, N, D};
-    };
-    auto paged_layer = [&](int l) {
-        return pd::gpu::KVLayer{Kp + l * hp.layer_elems, Vp + l * hp.layer_elems, table, B, hp.max_blocks, bs, Hkv,
-                                N, D};
-    };
-    auto bf16_layer = [&](int l) {
-        pd::gpu::KVLayer c{nullptr, nullptr, identity, B, 1, N, Hkv, N, D};
-        c.k16 = reinterpret_cast<std::uint16_t*>(K16 + l * kv_layer);
-        c.v16 = reinterpret_cast<std::uint16_t*>(V16 + l * kv_layer);
-        return c;
-    };
+    d.slots = dev::to_device(hslots);
+    d.pos = dev::to_device(hpos);
+    d.identity = dev::to_device(hidentity);
+    DEV_CHECK(cudaMalloc(&d.out, h.ref.size() * sizeof(float)));
+    const int v3_splits = (s.N + kV3Keys - 1) / kV3Keys;
+    const std::size_t scratch_floats = std::max(pd::gpu::attention_decode_scratch(s.B, s.H, s.N, s.D),
+                                                std::size_t(s.B) * s.H * v3_splits * (s.D + 2));
+    DEV_CHECK(cudaMalloc(&d.scratch, scratch_floats * sizeof(float)));
+    return d;
+}
 
-    const double bytes = 4.0 * layers * (2.0 * kv_layer + 2.0 * q_layer);
-    const double bytes16 = layers * (2.0 * 2.0 * kv_layer + 4.0 * 2.0 * q_layer);  // bf16 K/V, f32 q and out
-    const double flops = 4.0 * layers * B * H * double(N) * D;
-    const double floor_ms = bytes / (gbs * 1e9) * 1e3;
-    std::printf("decode attention: batch %d, %d heads over %d KV heads, head_dim %d, %d cached positions, %d layers: "
-                "%.1f MB read, floor %.4f ms at %.0f GB/s\n",
-                B, H, Hkv, D, N, layers, bytes / 1e6, floor_ms, gbs);
+// Runs the versions --version asks for: each validated against its
+// reference, then timed against the floor of the bytes it reads.
+struct Bench {
+    const Shapes& s;
+    const HostData& h;
+    DeviceData& d;
+    dev::Card card;
+    double gbs = 0;
+    double flops = 0;
     bool ok = true;
-    // Version v: validated against `want`, then timed against the floor of `read` bytes.
-    auto run_version = [&](int v, const char* name, const std::function<void(int)>& layer_launch,
-                           const std::vector<float>& want, double read) {
-        if (version != 0 && version != v) return;
+
+    void run(int v, const char* name, const std::function<void(int)>& layer_launch, const std::vector<float>& want,
+             double read) {
+        if (s.version != 0 && s.version != v) return;
         auto launch = [&] {
-            for (int l = 0; l < layers; l++) layer_launch(l);
+            for (int l = 0; l < s.layers; l++) layer_launch(l);
         };
-        DEV_CHECK(cudaMemset(out, 0xff, ref.size() * sizeof(float)));  // NaN: an output never written fails
+        DEV_CHECK(cudaMemset(d.out, 0xff, h.ref.size() * sizeof(float)));  // NaN: an output never written fails
         launch();
         DEV_CHECK(cudaGetLastError());
         DEV_CHECK(cudaDeviceSynchronize());
-        if (!dev::validate(name, dev::to_host(out, want.size()), want, dev::all_indices(want.size()))) {
+        if (!dev::validate(name, dev::to_host(d.out, want.size()), want, dev::all_indices(want.size()))) {
             ok = false;
             return;  // a wrong kernel's time is not a result
         }
-        const double ms = dev::time_ms(launch, 3, repeats);
+        const double ms = dev::time_ms(launch, 3, s.repeats);
         dev::report(name, ms, read, flops, card);
         std::printf("RESULT attn_decode_v%d_ms=%.4f\nRESULT attn_decode_v%d_floor_ratio=%.3f\n", v, ms, v,
                     ms / (read / (gbs * 1e9) * 1e3));
-    };
+    }
+};
 
-    run_version(1, "1 naive: thread per (seq, head)", [&](int l) {
-        if (!scores) DEV_CHECK(cudaMalloc(&scores, std::size_t(B) * H * N * sizeof(float)));
-        const int threads = 64, blocks = (B * H + threads - 1) / threads;
-        decode_v1<<<blocks, threads>>>(out + l * q_layer, q + l * q_layer, K + l * kv_layer, V + l * kv_layer,
-                                       scores, B, H, Hkv, N, D);
-    }, ref, bytes);
+// Versions 1 to 3: the steps towards the engine's kernel, on the contiguous f32 cache.
+void run_steps(Bench& b, double bytes) {
+    const Shapes& s = b.s;
+    DeviceData& d = b.d;
+    const std::size_t q_layer = s.q_layer(), kv_layer = s.kv_layer();
+    b.run(1, "1 naive: thread per (seq, head)", [&](int l) {
+        if (!d.scores) DEV_CHECK(cudaMalloc(&d.scores, std::size_t(s.B) * s.H * s.N * sizeof(float)));
+        const int threads = 64, blocks = (s.B * s.H + threads - 1) / threads;
+        decode_v1<<<blocks, threads>>>(d.out + l * q_layer, d.q + l * q_layer, d.K + l * kv_layer,
+                                       d.V + l * kv_layer, d.scores, s.B, s.H, s.Hkv, s.N, s.D);
+    }, b.h.ref, bytes);
 
-    const std::size_t smem2 = std::size_t(N) * sizeof(float);
+    const std::size_t smem2 = std::size_t(s.N) * sizeof(float);
     if (dev::fit_shared_memory(decode_v2, smem2)) {
-        run_version(2, "2 block per (seq, head), shared softmax", [&](int l) {
-            decode_v2<<<dim3(H, B), 256, smem2>>>(out + l * q_layer, q + l * q_layer, K + l * kv_layer,
-                                                  V + l * kv_layer, H, Hkv, N, D);
-        }, ref, bytes);
-    } else if (version == 0 || version == 2) {
-        std::printf("  2 skipped: %d scores and the block reduction's static bytes do not fit in shared memory\n", N);
+        b.run(2, "2 block per (seq, head), shared softmax", [&](int l) {
+            decode_v2<<<dim3(s.H, s.B), 256, smem2>>>(d.out + l * q_layer, d.q + l * q_layer, d.K + l * kv_layer,
+                                                      d.V + l * kv_layer, s.H, s.Hkv, s.N, s.D);
+        }, b.h.ref, bytes);
+    } else if (s.version == 0 || s.version == 2) {
+        std::printf("  2 skipped: %d scores and the block reduction's static bytes do not fit in shared memory\n",
+                    s.N);
     }
 
-    run_version(3, "3 split-K per query head", [&](int l) {
-        float* part_ml = scratch + std::size_t(B) * H * v3_splits * D;
-        decode_v3_split<<<dim3(v3_splits, H, B), 128, (D + kV3Keys) * sizeof(float)>>>(
-            q + l * q_layer, K + l * kv_layer, V + l * kv_layer, H, Hkv, N, D, v3_splits, scratch, part_ml);
-        decode_v3_merge<<<dim3(H, B), 64>>>(out + l * q_layer, H, D, v3_splits, scratch, part_ml);
-    }, ref, bytes);
+    const int v3_splits = (s.N + kV3Keys - 1) / kV3Keys;
+    b.run(3, "3 split-K per query head", [&](int l) {
+        float* part_ml = d.scratch + std::size_t(s.B) * s.H * v3_splits * s.D;
+        decode_v3_split<<<dim3(v3_splits, s.H, s.B), 128, (s.D + kV3Keys) * sizeof(float)>>>(
+            d.q + l * q_layer, d.K + l * kv_layer, d.V + l * kv_layer, s.H, s.Hkv, s.N, s.D, v3_splits, d.scratch,
+            part_ml);
+        decode_v3_merge<<<dim3(s.H, s.B), 64>>>(d.out + l * q_layer, s.H, s.D, v3_splits, d.scratch, part_ml);
+    }, b.h.ref, bytes);
+}
 
-    run_version(4, "4 GQA split-K, 16-byte loads (engine)", [&](int l) {
-        pd::gpu::attention_decode(out + l * q_layer, q + l * q_layer, H * D, contiguous_layer(l), slots, pos, B, H,
-                                  scratch, nullptr);
-    }, ref, bytes);
+// Versions 4 to 6: the engine's kernel on layer l's cache as it sees it:
+// contiguous (one block of N positions per sequence, the identity table),
+// paged, and contiguous in bf16.
+void run_engine_kernel(Bench& b, double bytes, double bytes16) {
+    const Shapes& s = b.s;
+    const DeviceData& d = b.d;
+    const std::size_t q_layer = s.q_layer(), kv_layer = s.kv_layer();
+    const Paged& hp = b.h.paged;
+    auto contiguous_layer = [&](int l) {
+        return pd::gpu::KVLayer{d.K + l * kv_layer, d.V + l * kv_layer, d.identity, s.B, 1, s.N, s.Hkv, s.N, s.D};
+    };
+    auto paged_layer = [&](int l) {
+        return pd::gpu::KVLayer{d.Kp + l * hp.layer_elems, d.Vp + l * hp.layer_elems, d.table, s.B, hp.max_blocks,
+                                s.bs, s.Hkv, s.N, s.D};
+    };
+    auto bf16_layer = [&](int l) {
+        pd::gpu::KVLayer c{nullptr, nullptr, d.identity, s.B, 1, s.N, s.Hkv, s.N, s.D};
+        c.k16 = reinterpret_cast<std::uint16_t*>(d.K16 + l * kv_layer);
+        c.v16 = reinterpret_cast<std::uint16_t*>(d.V16 + l * kv_layer);
+        return c;
+    };
+    auto engine_kernel = [&](int l, const pd::gpu::KVLayer& cache) {
+        pd::gpu::attention_decode(d.out + l * q_layer, d.q + l * q_layer, s.H * s.D, cache, d.slots, d.pos, s.B, s.H,
+                                  d.scratch, nullptr);
+    };
+    b.run(4, "4 GQA split-K, 16-byte loads (engine)", [&](int l) { engine_kernel(l, contiguous_layer(l)); }, b.h.ref,
+          bytes);
+    b.run(5, "5 engine kernel through a block table", [&](int l) { engine_kernel(l, paged_layer(l)); }, b.h.ref,
+          bytes);
+    b.run(6, "6 engine kernel on a bf16 cache", [&](int l) { engine_kernel(l, bf16_layer(l)); }, b.h.ref16, bytes16);
+}
 
-    run_version(5, "5 engine kernel through a block table", [&](int l) {
-        pd::gpu::attention_decode(out + l * q_layer, q + l * q_layer, H * D, paged_layer(l), slots, pos, B, H,
-                                  scratch, nullptr);
-    }, ref, bytes);
+}  // namespace
 
-    run_version(6, "6 engine kernel on a bf16 cache", [&](int l) {
-        pd::gpu::attention_decode(out + l * q_layer, q + l * q_layer, H * D, bf16_layer(l), slots, pos, B, H,
-                                  scratch, nullptr);
-    }, ref16, bytes16);
+int main(int argc, char** argv) {
+    dev::Args args{argc, argv, kHelp};
+    args.maybe_help();
+    dev::require_gpu("attention_decode");
+    Shapes s;
+    if (!read_shapes(args, s)) return 2;
+    const dev::Card card = dev::card(args);
+    const double gbs = args.getf("--bandwidth-gbs", card.peak_gbs);
+    const HostData h = make_host_data(s);
+    DeviceData d = upload(s, h);
 
-    std::printf("%s\n", ok ? "all versions match the CPU reference" : "MISMATCH: see above");
-    return ok ? 0 : 1;
+    const std::size_t q_layer = s.q_layer(), kv_layer = s.kv_layer();
+    const double bytes = 4.0 * s.layers * (2.0 * kv_layer + 2.0 * q_layer);
+    const double bytes16 = s.layers * (2.0 * 2.0 * kv_layer + 4.0 * 2.0 * q_layer);  // bf16 K/V, f32 q and out
+    const double flops = 4.0 * s.layers * s.B * s.H * double(s.N) * s.D;
+    const double floor_ms = bytes / (gbs * 1e9) * 1e3;
+    std::printf("decode attention: batch %d, %d heads over %d KV heads, head_dim %d, %d cached positions, %d layers: "
+                "%.1f MB read, floor %.4f ms at %.0f GB/s\n",
+                s.B, s.H, s.Hkv, s.D, s.N, s.layers, bytes / 1e6, floor_ms, gbs);
+    Bench b{s, h, d, card, gbs, flops};
+    run_steps(b, bytes);
+    run_engine_kernel(b, bytes, bytes16);
+    std::printf("%s\n", b.ok ? "all versions match the CPU reference" : "MISMATCH: see above");
+    return b.ok ? 0 : 1;
 }

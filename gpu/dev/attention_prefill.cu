@@ -162,76 +162,97 @@ void cpu_reference_rows(std::vector<float>& out, const std::vector<int>& rows, c
 
 const std::uint16_t* bits(const __nv_bfloat16* p) { return reinterpret_cast<const std::uint16_t*>(p); }
 
-}  // namespace
+// The command line: which version and the shapes.
+struct Shapes {
+    int version = 0, H = 16, Hkv = 4, D = 64, T = 2048, repeats = 10;
+    bool tf32 = false;
+};
 
-int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   "attention_prefill: causal prefill attention kernels, validated then timed.\n"
-                   "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 tiled flash,\n"
-                   "                 4 cuBLAS + softmax (engine, f32 models), 5 flash on bf16 tensor cores\n"
-                   "                 (engine, bf16 models), 6 the same reading bf16 inputs\n"
-                   "  --heads H --kv-heads HKV --head-dim D --len T   shapes (16, 4, 64, 2048)\n"
-                   "  --repeats R    timed runs, median reported (10)\n"
-                   "  --tf32         let version 4 use TF32 tensor cores (as bf16 models do)\n"
-                   "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n"};
-    args.maybe_help();
-    dev::require_gpu("attention_prefill");
-    const int version = int(args.get("--version", 0));
-    const int H = int(args.get("--heads", 16)), Hkv = int(args.get("--kv-heads", 4));
-    const int D = int(args.get("--head-dim", 64)), T = int(args.get("--len", 2048));
-    const int repeats = int(args.get("--repeats", 10));
-    const bool tf32 = args.has("--tf32");
-    if (H < 1 || Hkv < 1 || H % Hkv || D < 2 || T < 1) {
+const char* const kHelp =
+    "attention_prefill: causal prefill attention kernels, validated then timed.\n"
+    "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 tiled flash,\n"
+    "                 4 cuBLAS + softmax (engine, f32 models), 5 flash on bf16 tensor cores\n"
+    "                 (engine, bf16 models), 6 the same reading bf16 inputs\n"
+    "  --heads H --kv-heads HKV --head-dim D --len T   shapes (16, 4, 64, 2048)\n"
+    "  --repeats R    timed runs, median reported (10)\n"
+    "  --tf32         let version 4 use TF32 tensor cores (as bf16 models do)\n"
+    "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n";
+
+// False (after saying why) for shapes the kernels do not take.
+bool read_shapes(const dev::Args& args, Shapes& s) {
+    s.version = int(args.get("--version", 0));
+    s.H = int(args.get("--heads", 16)), s.Hkv = int(args.get("--kv-heads", 4));
+    s.D = int(args.get("--head-dim", 64)), s.T = int(args.get("--len", 2048));
+    s.repeats = int(args.get("--repeats", 10));
+    s.tf32 = args.has("--tf32");
+    if (s.H < 1 || s.Hkv < 1 || s.H % s.Hkv || s.D < 2 || s.T < 1) {
         std::fprintf(stderr, "attention_prefill: need positive shapes with heads a multiple of kv-heads\n");
-        return 2;
+        return false;
     }
-    const dev::Card card = dev::card(args);
-    std::printf("prefill attention: %d tokens, %d heads over %d KV heads, head_dim %d\n", T, H, Hkv, D);
+    return true;
+}
 
-    // q (T, H, D); K and V in the cache layout of one sequence, (Hkv, T, D).
-    auto hq = dev::randn(std::size_t(T) * H * D, 1);
-    auto hK = dev::randn(std::size_t(Hkv) * T * D, 2);
-    auto hV = dev::randn(std::size_t(Hkv) * T * D, 3);
+// q (T, H, D); K and V in the cache layout of one sequence, (Hkv, T, D); the
+// references on the checked rows (f32, and on the inputs rounded to bf16 for
+// versions 5 and 6), and the output elements those rows hold.
+struct HostData {
+    std::vector<float> q, K, V, ref, ref16;
+    std::vector<std::size_t> checked;
+};
+HostData make_host_data(const Shapes& s) {
+    const int T = s.T, H = s.H, Hkv = s.Hkv, D = s.D;
+    HostData h;
+    h.q = dev::randn(std::size_t(T) * H * D, 1);
+    h.K = dev::randn(std::size_t(Hkv) * T * D, 2);
+    h.V = dev::randn(std::size_t(Hkv) * T * D, 3);
     // Checked rows: the first 48, every 97th, and the last 3.
     std::vector<int> rows;
     for (int t = 0; t < T; t++)
         if (t < 48 || t % 97 == 0 || t >= T - 3) rows.push_back(t);
-    std::vector<float> ref(std::size_t(T) * H * D, 0.0f), ref16(ref.size(), 0.0f);
-    cpu_reference_rows(ref, rows, hq, hK, hV, T, H, Hkv, D);
-    if (version == 0 || version >= 5)
-        cpu_reference_rows(ref16, rows, dev::rounded(hq), dev::rounded(hK), dev::rounded(hV), T, H, Hkv, D);
-    std::vector<std::size_t> checked;
+    h.ref.assign(std::size_t(T) * H * D, 0.0f);
+    h.ref16.assign(h.ref.size(), 0.0f);
+    cpu_reference_rows(h.ref, rows, h.q, h.K, h.V, T, H, Hkv, D);
+    if (s.version == 0 || s.version >= 5)
+        cpu_reference_rows(h.ref16, rows, dev::rounded(h.q), dev::rounded(h.K), dev::rounded(h.V), T, H, Hkv, D);
     for (int t : rows)
-        for (int i = 0; i < H * D; i++) checked.push_back(std::size_t(t) * H * D + i);
+        for (int i = 0; i < H * D; i++) h.checked.push_back(std::size_t(t) * H * D + i);
+    return h;
+}
 
-    float* q = dev::to_device(hq);
-    float* K = dev::to_device(hK);
-    float* V = dev::to_device(hV);
-    float* out = nullptr;
-    DEV_CHECK(cudaMalloc(&out, ref.size() * sizeof(float)));
-
-    const double flops = 4.0 * H * double(D) * (double(T) * (T + 1) / 2);
-    const double bytes = 4.0 * (2.0 * T * H * D + 2.0 * Hkv * double(T) * D);
+// Runs the versions --version asks for: each validated on the checked rows,
+// then timed; q, K, V and out are on the device.
+struct Bench {
+    const Shapes& s;
+    const HostData& h;
+    dev::Card card;
+    float *q, *K, *V, *out;
+    double flops = 0, bytes = 0;
     bool ok = true;
-    auto run_version = [&](int v, const char* name, float tol, const std::function<void()>& launch) {
-        if (version != 0 && version != v) return;
-        DEV_CHECK(cudaMemset(out, 0xff, ref.size() * sizeof(float)));  // NaN: a value never written fails
+
+    void run(int v, const char* name, float tol, const std::function<void()>& launch) {
+        if (s.version != 0 && s.version != v) return;
+        DEV_CHECK(cudaMemset(out, 0xff, h.ref.size() * sizeof(float)));  // NaN: a value never written fails
         launch();
         DEV_CHECK(cudaGetLastError());
         DEV_CHECK(cudaDeviceSynchronize());
-        if (!dev::validate(name, dev::to_host(out, ref.size()), v >= 5 ? ref16 : ref, checked, tol, tol)) {
+        if (!dev::validate(name, dev::to_host(out, h.ref.size()), v >= 5 ? h.ref16 : h.ref, h.checked, tol, tol)) {
             ok = false;
             return;
         }
-        dev::report(name, dev::time_ms(launch, 2, repeats), bytes, flops, card);
-    };
+        dev::report(name, dev::time_ms(launch, 2, s.repeats), bytes, flops, card);
+    }
+};
 
+// Versions 1 to 3: the steps towards a flash kernel, on CUDA cores.
+void run_steps(Bench& b) {
+    const Shapes& s = b.s;
+    const int T = s.T, H = s.H, Hkv = s.Hkv, D = s.D;
     float* scores = nullptr;
     const std::size_t scores_bytes = std::size_t(T) * H * T * sizeof(float);
     if (cudaMalloc(&scores, scores_bytes) == cudaSuccess) {
-        run_version(1, "1 naive: thread per (query, head)", 1e-4f, [&] {
+        b.run(1, "1 naive: thread per (query, head)", 1e-4f, [&] {
             const int threads = 64, blocks = (T * H + threads - 1) / threads;
-            prefill_v1<<<blocks, threads>>>(out, q, K, V, scores, T, H, Hkv, D);
+            prefill_v1<<<blocks, threads>>>(b.out, b.q, b.K, b.V, scores, T, H, Hkv, D);
         });
         cudaFree(scores);
     } else {
@@ -241,52 +262,78 @@ int main(int argc, char** argv) {
 
     const std::size_t smem2 = std::size_t(T) * sizeof(float);
     if (dev::fit_shared_memory(prefill_v2, smem2)) {
-        run_version(2, "2 block per (query, head), shared softmax", 1e-4f, [&] {
-            prefill_v2<<<dim3(T, H), 128, smem2>>>(out, q, K, V, T, H, Hkv, D);
+        b.run(2, "2 block per (query, head), shared softmax", 1e-4f, [&] {
+            prefill_v2<<<dim3(T, H), 128, smem2>>>(b.out, b.q, b.K, b.V, T, H, Hkv, D);
         });
-    } else if (version == 0 || version == 2) {
+    } else if (s.version == 0 || s.version == 2) {
         std::printf("  2 skipped: %d scores and the block reduction's static bytes do not fit in shared memory\n", T);
     }
 
     const std::size_t smem3 = smem_v3(D);
     if (D % 32 == 0 && D <= kMaxD3 && dev::fit_shared_memory(prefill_v3, smem3)) {
-        run_version(3, "3 tiled flash, 8 queries x 64 keys per tile", 1e-4f, [&] {
-            prefill_v3<<<dim3((T + kQ3 - 1) / kQ3, H), kQ3 * 32, smem3>>>(out, q, K, V, T, H, Hkv, D);
+        b.run(3, "3 tiled flash, 8 queries x 64 keys per tile", 1e-4f, [&] {
+            prefill_v3<<<dim3((T + kQ3 - 1) / kQ3, H), kQ3 * 32, smem3>>>(b.out, b.q, b.K, b.V, T, H, Hkv, D);
         });
-    } else if (version == 0 || version == 3) {
+    } else if (s.version == 0 || s.version == 3) {
         std::printf("  3 skipped: needs head_dim a multiple of 32, at most %d, and %zu bytes of tiles in "
                     "shared memory\n", kMaxD3, smem3);
     }
+}
 
-    {
-        pd::gpu::Blas blas(nullptr);  // the default stream, which the timing events use
-        int* identity = dev::to_device(std::vector<int>{0});  // one sequence, one block of T positions
-        pd::gpu::KVLayer layer{K, V, identity, 1, 1, T, Hkv, T, D};
-        const std::size_t n = pd::gpu::attention_prefill_scratch(T, 0, H);
-        float* scratch = nullptr;
-        DEV_CHECK(cudaMalloc(&scratch, n * sizeof(float)));
-        run_version(4, tf32 ? "4 cuBLAS + causal softmax, TF32 (engine)" : "4 cuBLAS + causal softmax (engine)",
-                    tf32 ? 5e-3f : 1e-4f, [&] {
-                        pd::gpu::attention_prefill(blas, out, q, H * D, layer, 0, 0, T, H, scratch, tf32);
-                    });
-        cudaFree(scratch);
-        cudaFree(identity);
-    }
+// Version 4: the engine's path for f32 models, cuBLAS and the causal softmax.
+void run_cublas(Bench& b) {
+    const Shapes& s = b.s;
+    pd::gpu::Blas blas(nullptr);  // the default stream, which the timing events use
+    int* identity = dev::to_device(std::vector<int>{0});  // one sequence, one block of T positions
+    pd::gpu::KVLayer layer{b.K, b.V, identity, 1, 1, s.T, s.Hkv, s.T, s.D};
+    const std::size_t n = pd::gpu::attention_prefill_scratch(s.T, 0, s.H);
+    float* scratch = nullptr;
+    DEV_CHECK(cudaMalloc(&scratch, n * sizeof(float)));
+    b.run(4, s.tf32 ? "4 cuBLAS + causal softmax, TF32 (engine)" : "4 cuBLAS + causal softmax (engine)",
+          s.tf32 ? 5e-3f : 1e-4f, [&] {
+              pd::gpu::attention_prefill(blas, b.out, b.q, s.H * s.D, layer, 0, 0, s.T, s.H, scratch, s.tf32);
+          });
+    cudaFree(scratch);
+    cudaFree(identity);
+}
 
-    const pd::gpu::AttentionShape shape{T, T, H, Hkv, D};
-    if (pd::gpu::tiled_attention_supports(D)) {
-        run_version(5, "5 flash, bf16 tensor cores, f32 in (engine)", 1e-2f,
-                    [&] { pd::gpu::tiled_attention(out, q, K, V, shape, nullptr); });
-        __nv_bfloat16* q16 = dev::to_device(dev::to_bf16(hq));
-        __nv_bfloat16* K16 = dev::to_device(dev::to_bf16(hK));
-        __nv_bfloat16* V16 = dev::to_device(dev::to_bf16(hV));
-        run_version(6, "6 flash, bf16 tensor cores, bf16 in", 1e-2f,
-                    [&] { pd::gpu::tiled_attention(out, bits(q16), bits(K16), bits(V16), shape, nullptr); });
+// Versions 5 and 6: flash on bf16 tensor cores, the engine's path for bf16 models.
+void run_tensor_core_flash(Bench& b) {
+    const Shapes& s = b.s;
+    const pd::gpu::AttentionShape shape{s.T, s.T, s.H, s.Hkv, s.D};
+    if (pd::gpu::tiled_attention_supports(s.D)) {
+        b.run(5, "5 flash, bf16 tensor cores, f32 in (engine)", 1e-2f,
+              [&] { pd::gpu::tiled_attention(b.out, b.q, b.K, b.V, shape, nullptr); });
+        __nv_bfloat16* q16 = dev::to_device(dev::to_bf16(b.h.q));
+        __nv_bfloat16* K16 = dev::to_device(dev::to_bf16(b.h.K));
+        __nv_bfloat16* V16 = dev::to_device(dev::to_bf16(b.h.V));
+        b.run(6, "6 flash, bf16 tensor cores, bf16 in", 1e-2f,
+              [&] { pd::gpu::tiled_attention(b.out, bits(q16), bits(K16), bits(V16), shape, nullptr); });
         cudaFree(q16), cudaFree(K16), cudaFree(V16);
-    } else if (version == 0 || version >= 5) {
+    } else if (s.version == 0 || s.version >= 5) {
         std::printf("  5, 6 skipped: the tensor-core tiles need head_dim a multiple of 16 in 16 .. 256\n");
     }
+}
 
-    std::printf("%s\n", ok ? "all versions match the CPU reference" : "MISMATCH: see above");
-    return ok ? 0 : 1;
+}  // namespace
+
+int main(int argc, char** argv) {
+    dev::Args args{argc, argv, kHelp};
+    args.maybe_help();
+    dev::require_gpu("attention_prefill");
+    Shapes s;
+    if (!read_shapes(args, s)) return 2;
+    const dev::Card card = dev::card(args);
+    std::printf("prefill attention: %d tokens, %d heads over %d KV heads, head_dim %d\n", s.T, s.H, s.Hkv, s.D);
+    const HostData h = make_host_data(s);
+
+    Bench b{s, h, card, dev::to_device(h.q), dev::to_device(h.K), dev::to_device(h.V), nullptr};
+    DEV_CHECK(cudaMalloc(&b.out, h.ref.size() * sizeof(float)));
+    b.flops = 4.0 * s.H * double(s.D) * (double(s.T) * (s.T + 1) / 2);
+    b.bytes = 4.0 * (2.0 * s.T * s.H * s.D + 2.0 * s.Hkv * double(s.T) * s.D);
+    run_steps(b);
+    run_cublas(b);
+    run_tensor_core_flash(b);
+    std::printf("%s\n", b.ok ? "all versions match the CPU reference" : "MISMATCH: see above");
+    return b.ok ? 0 : 1;
 }

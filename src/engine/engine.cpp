@@ -2,6 +2,7 @@
 // CUDA backend in gpu/ is built.
 #include "engine/engine.hpp"
 
+#include "engine/engine_settings.hpp"
 #include "engine/sampler.hpp"
 #include "base/hardware.hpp"
 #include "base/timing.hpp"
@@ -109,13 +110,15 @@ void check_device(Device device, Precision precision) {
     if (!cuda_available(&why)) fail("--device cuda is not available: {}. Use --device cpu.", why);
 }
 
-std::size_t kv_elem_bytes(Device device) {
+std::size_t kv_elem_bytes(Device device, const CudaSettings& cuda) {
 #ifdef PDLAB_HAVE_CUDA
-    if (device == Device::cuda) return cuda_kv_elem_bytes();
+    if (device == Device::cuda) return cuda_kv_elem_bytes(cuda);
 #endif
-    (void)device;
+    (void)device, (void)cuda;
     return sizeof(float);
 }
+
+std::size_t kv_elem_bytes(Device device) { return kv_elem_bytes(device, engine_settings_from_env().cuda); }
 
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
     if (opts.batch < 1) fail("batch size must be at least 1, got {}", opts.batch);
@@ -129,17 +132,23 @@ std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const En
 }
 
 std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
-                                                 Device device) {
+                                                 Device device, const CudaSettings& cuda) {
     if (cache.k.empty() != (device == Device::cuda))
         fail("internal error: a paged KV cache stored {} the host for a {} forward pass",
              cache.k.empty() ? "off" : "on", device_name(device));
     check_device(device, model->precision);
     if (device == Device::cuda) {
 #ifdef PDLAB_HAVE_CUDA
-        return make_cuda_paged_forward(std::move(model), cache);
+        return make_cuda_paged_forward(std::move(model), cache, cuda);
 #endif
     }
+    (void)cuda;
     return std::make_unique<CpuPagedForward>(std::move(model));
+}
+
+std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
+                                                 Device device) {
+    return make_paged_forward(std::move(model), cache, device, engine_settings_from_env().cuda);
 }
 
 }  // namespace pd

@@ -17,10 +17,27 @@ enum class Device { cpu, cuda };
 Device parse_device(const std::string& s);  // "cpu" | "cuda", else UserError
 const char* device_name(Device d);
 
+// The CUDA engine's settings (docs/gpu.md, "Settings"); the CPU engine has
+// nothing they change. pdlab reads them from PDLAB_CUDA_KV, PDLAB_CUDA_FLASH
+// and PDLAB_CUDA_GRAPHS once, at start-up (engine_settings.hpp).
+enum class KvPrecision { f32, bf16 };
+struct CudaSettings {
+    KvPrecision kv = KvPrecision::f32;  // the device cache's element type: bf16 halves what decode reads
+    enum class Flash { by_cache, on, off };
+    Flash flash = Flash::by_cache;      // prefill attention on the flash kernel; by_cache: with a bf16 cache only
+    bool graphs = true;                 // decode steps replay one captured CUDA graph per batch size
+};
+
+// PDLAB_CUDA_* of this process's environment, read once (engine_settings.cpp):
+// the default of every EngineOptions, so that an engine built without the
+// command line's settings (a lab's own batch engine) still follows them.
+const CudaSettings& environment_cuda_settings();
+
 struct EngineOptions {
     Device device = Device::cpu;
     int batch = 1;     // sequences the cache holds
     int max_seq = 0;   // positions per sequence (0: the model's context length)
+    CudaSettings cuda = environment_cuda_settings();
 };
 
 class Engine {
@@ -84,6 +101,10 @@ public:
 // `cache` is the pool the device will hold, made by make_paged_kv_cache with
 // its storage on the host for Device::cpu and off it for Device::cuda.
 std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
+                                                 Device device, const CudaSettings& cuda);
+// The same with the settings the environment gives (engine_settings.hpp): the
+// serving engine's options carry a Device only, so it is read here for them.
+std::unique_ptr<PagedForward> make_paged_forward(std::shared_ptr<const Model> model, const PagedKVCache& cache,
                                                  Device device);
 
 // Whether this build has the CUDA backend and a GPU is present right now.
@@ -94,7 +115,9 @@ bool cuda_available(std::string* why_not = nullptr);
 void check_device(Device device, Precision precision);
 
 // Bytes of one cached K or V element on `device`: 4 (f32), or 2 on CUDA with
-// PDLAB_CUDA_KV=bf16. What a paged pool's KV byte budget is divided by.
+// a bf16 cache (cuda.kv). What a paged pool's KV byte budget is divided by.
+std::size_t kv_elem_bytes(Device device, const CudaSettings& cuda);
+// The same with the settings the environment gives, as make_paged_forward above.
 std::size_t kv_elem_bytes(Device device);
 
 }  // namespace pd

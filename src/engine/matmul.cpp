@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,17 +35,14 @@ static void reserve_x_scratch(int in);
 // and the same read loop streams far faster from huge pages than from 4 KiB
 // ones (figures in docs/performance.md, "Huge pages"). The buffer is mmap'd directly (not malloc'd: below glibc's sliding mmap
 // threshold a vector comes from the heap, already touched in 4 KiB pages) and
-// advised before first touch. PDLAB_HUGEPAGES=0 turns the advice off.
+// advised before first touch. PDLAB_HUGEPAGES=0 (Backends::huge_pages) turns
+// the advice off for the arenas decode streams (arrange_for_decode).
 template <typename T>
 T* HugePageAllocator<T>::allocate(std::size_t n) {
-    static const bool enabled = [] {
-        const char* e = std::getenv("PDLAB_HUGEPAGES");
-        return !(e && std::string(e) == "0");
-    }();
     const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    if (enabled) ::madvise(p, bytes, MADV_HUGEPAGE);
+    if (advise) ::madvise(p, bytes, MADV_HUGEPAGE);
     return static_cast<T*>(p);
 }
 template <typename T>
@@ -133,7 +129,7 @@ Linear make_linear(std::vector<float> w, std::vector<float> bias, int in, int ou
 // First panel of thread t's share of P panels.
 static int part_start(int P, int t, int threads) { return int(std::int64_t(P) * t / threads); }
 
-void arrange_for_decode(const std::vector<Linear*>& linears, int threads) {
+void arrange_for_decode(const std::vector<Linear*>& linears, int threads, bool huge_pages) {
     threads = std::max(1, threads);
     std::vector<std::size_t> size(threads, 0);
     for (const Linear* L : linears)
@@ -141,7 +137,7 @@ void arrange_for_decode(const std::vector<Linear*>& linears, int threads) {
             size[t] += std::size_t(part_start(L->n_panels(), t + 1, threads) - part_start(L->n_panels(), t, threads)) *
                        L->panel_bytes();
     auto store = std::make_shared<PanelStore>();
-    for (int t = 0; t < threads; t++) store->arenas.emplace_back(size[t]);
+    for (int t = 0; t < threads; t++) store->arenas.emplace_back(size[t], HugePageAllocator<std::byte>(huge_pages));
     std::vector<std::size_t> used(threads, 0);
     for (Linear* L : linears) {
         const int P = L->n_panels();

@@ -41,13 +41,16 @@ constexpr int kPanel = 32;
 struct PackedWeights;  // oneDNN memory + primitive cache (onednn_matmul.cpp)
 
 // Memory for the weights the decode kernel streams: mmap'd whole and advised
-// onto 2 MiB transparent huge pages before first touch (see matmul.cpp).
+// onto 2 MiB transparent huge pages before first touch (see matmul.cpp),
+// unless made with advise = false (PDLAB_HUGEPAGES=0).
 template <typename T>
 struct HugePageAllocator {
     using value_type = T;
+    bool advise = true;
     HugePageAllocator() = default;
+    explicit HugePageAllocator(bool advise_) : advise(advise_) {}
     template <typename U>
-    HugePageAllocator(const HugePageAllocator<U>&) {}
+    HugePageAllocator(const HugePageAllocator<U>& o) : advise(o.advise) {}
     T* allocate(std::size_t n);
     void deallocate(T* p, std::size_t n);
     // vector(n) does not zero-fill: fresh mmap'd pages read as zero already,
@@ -55,7 +58,7 @@ struct HugePageAllocator {
     // arenas of arrange_for_decode fill up while the old copies are freed).
     template <typename U>
     void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
-    bool operator==(const HugePageAllocator&) const { return true; }
+    bool operator==(const HugePageAllocator& o) const { return advise == o.advise; }
 };
 template <typename T>
 using huge_vector = std::vector<T, HugePageAllocator<T>>;
@@ -140,7 +143,8 @@ void linear_small_m(const Linear& L, const float* x, int M, float* y);
 // new one per matrix: the prefetchers' ramp at the start of each stream cost
 // ~15-20 us per matrix (see matmul.cpp). Results do not change; with another
 // thread count the kernel still works, on runs of panels across the parts.
-void arrange_for_decode(const std::vector<Linear*>& linears, int threads);
+// The arenas are advised as huge pages unless huge_pages is false.
+void arrange_for_decode(const std::vector<Linear*>& linears, int threads, bool huge_pages = true);
 
 // The weights back in row-major (out, in) order, from the panels: for tests
 // and lab 11's reference. f32 only for f32 Linears, bf16 for bf16. (The GPU

@@ -18,7 +18,7 @@ Model make_model(Config config, Weights w, Precision precision, Backends serves)
     std::shared_ptr<const CpuWeights> cpu;
     if (serves.cpu) {
         const auto rows = serves.cuda ? RowsAfterPacking::keep : RowsAfterPacking::release;
-        cpu = std::make_shared<const CpuWeights>(prepare_cpu_weights(w, rows));
+        cpu = std::make_shared<const CpuWeights>(prepare_cpu_weights(w, rows, serves.huge_pages));
     }
     return Model{std::move(config), precision, serves, std::move(w), std::move(cpu)};
 }

@@ -33,11 +33,17 @@
 namespace pd {
 
 // The engines a model is loaded to serve: decides which copies of the
-// matrices it holds (weights.hpp). pdlab asks for its --device only; a
-// program that runs both engines on one model asks for both.
+// matrices it holds (weights.hpp), and how the CPU's is held. pdlab asks for
+// its --device only; a program that runs both engines on one model asks for both.
+// PDLAB_HUGEPAGES of this process's environment, read once (engine_settings.cpp):
+// the default below, so that a model loaded without the command line's
+// settings still follows it rather than silently taking "on".
+bool environment_huge_pages();
+
 struct Backends {
     bool cpu = true;
     bool cuda = false;
+    bool huge_pages = environment_huge_pages();  // the CPU's decode panels advised as huge pages
 };
 
 struct Model {

@@ -17,7 +17,7 @@ Linear pack(Matrix& m, Precision precision, RowsAfterPacking rows) {
 
 }  // namespace
 
-CpuWeights prepare_cpu_weights(Weights& w, RowsAfterPacking rows) {
+CpuWeights prepare_cpu_weights(Weights& w, RowsAfterPacking rows, bool huge_pages) {
     const Precision p = w.precision;
     CpuWeights cpu;
     cpu.layers.reserve(w.layers.size());
@@ -33,7 +33,7 @@ CpuWeights prepare_cpu_weights(Weights& w, RowsAfterPacking rows) {
     for (CpuLayer& L : cpu.layers)
         for (Linear* lin : {&L.qkv, &L.attn_out, &L.mlp_in, &L.mlp_out}) in_decode_order.push_back(lin);
     in_decode_order.push_back(&cpu.head);
-    arrange_for_decode(in_decode_order, omp_get_max_threads());
+    arrange_for_decode(in_decode_order, omp_get_max_threads(), huge_pages);
     w.rows_released = rows == RowsAfterPacking::release;
     return cpu;
 }

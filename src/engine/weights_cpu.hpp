@@ -26,7 +26,8 @@ enum class RowsAfterPacking { keep, release };
 
 // Packs every matrix of `w` in w.precision (seconds for a 1B model). With
 // RowsAfterPacking::release each Matrix's rows are freed right after packing
-// it, so the two copies of the matrices never coexist in full.
-CpuWeights prepare_cpu_weights(Weights& w, RowsAfterPacking rows);
+// it, so the two copies of the matrices never coexist in full. The arenas
+// decode streams go on huge pages when `huge_pages` (arrange_for_decode).
+CpuWeights prepare_cpu_weights(Weights& w, RowsAfterPacking rows, bool huge_pages);
 
 }  // namespace pd

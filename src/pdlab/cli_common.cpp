@@ -92,10 +92,11 @@ Precision precision_of(const CommonOptions& o) { return parse_precision(o.precis
 Session load_session(const CommonOptions& o) {
     apply_runtime(o);
     Session s;
+    s.settings = engine_settings_from_env();  // a bad PDLAB_CUDA_KV and the like is refused before the load
     // Only the engine --device names: a CPU run keeps no row-major copy of the matrices.
     const Device d = parse_device(o.device);
     s.loaded = load_model(o.model, precision_of(o), true,
-                          {.cpu = d == Device::cpu, .cuda = d == Device::cuda});
+                          {.cpu = d == Device::cpu, .cuda = d == Device::cuda, .huge_pages = s.settings.huge_pages});
     return s;
 }
 
@@ -105,6 +106,7 @@ void start_engine(Session& s, const CommonOptions& o, int batch, std::int64_t po
     eo.device = parse_device(o.device);
     eo.batch = batch;
     eo.max_seq = o.max_seq > 0 ? o.max_seq : int(std::clamp<std::int64_t>(positions, 0, context));
+    eo.cuda = s.settings.cuda;
     s.engine = make_engine(s.loaded.model, eo);
 }
 

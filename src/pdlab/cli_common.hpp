@@ -10,6 +10,7 @@
 
 #include "measure/bench.hpp"
 #include "engine/engine.hpp"
+#include "engine/engine_settings.hpp"
 #include "engine/sampler.hpp"
 #include "load/model_source.hpp"
 #include "cli_fwd.hpp"
@@ -55,6 +56,7 @@ void apply_runtime(const CommonOptions& o);
 Precision precision_of(const CommonOptions& o);
 
 struct Session {
+    EngineSettings settings;  // from the environment, read once by load_session (engine_settings.hpp)
     LoadedModel loaded;
     std::unique_ptr<Engine> engine;
 };

@@ -76,12 +76,13 @@ CLI::App* add_compare_options(CLI::App& app, CompareOptions& o) {
 }
 
 // The benchmark on one device, with the model already loaded (shared by both runs).
-Side bench_on(Device device, const CompareOptions& o, const LoadedModel& lm) {
+Side bench_on(Device device, const CompareOptions& o, const LoadedModel& lm, const CudaSettings& cuda) {
     const BenchOptions& b = o.bench;
     EngineOptions eo;
     eo.batch = b.batch;
     eo.max_seq = int(std::min<std::int64_t>(std::int64_t(b.prompt_len) + b.gen, lm.model->config.max_seq_len));
     eo.device = device;
+    eo.cuda = cuda;
     auto engine = make_engine(lm.model, eo);
     validate(b, *engine);
     Side side{device_name(engine->device()), engine->hardware(), engine->timing_method(), {}};
@@ -151,10 +152,12 @@ int run_compare(const CompareOptions& o) {
              "be available, and it is not: {}. To time the CPU alone, use pdlab bench --device cpu.",
              why);
     if (o.threads > 0) omp_set_num_threads(o.threads);
+    const EngineSettings settings = engine_settings_from_env();
     // One model serves both engines, so it keeps its row-major copy for the GPU upload.
-    LoadedModel lm = load_model(o.model, parse_precision(o.precision), true, Backends{.cpu = true, .cuda = true});
-    const Side cpu = bench_on(Device::cpu, o, lm);
-    const Side gpu = bench_on(Device::cuda, o, lm);
+    LoadedModel lm = load_model(o.model, parse_precision(o.precision), true,
+                                Backends{.cpu = true, .cuda = true, .huge_pages = settings.huge_pages});
+    const Side cpu = bench_on(Device::cpu, o, lm, settings.cuda);
+    const Side gpu = bench_on(Device::cuda, o, lm, settings.cuda);
     print_comparison(o, cpu, gpu);
     if (!o.json.empty()) write_json_file(o.json, comparison_json(o, lm.model->config, cpu, gpu));
     return 0;

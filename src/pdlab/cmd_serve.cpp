@@ -132,9 +132,11 @@ struct Backend {
 // Room for --max-seqs requests of the whole context, within kDefaultKvBytes
 // (the pool is allocated at start), yet never less than one such request.
 constexpr std::size_t kDefaultKvBytes = std::size_t(1) << 30;
-int default_kv_blocks(const Config& c, const ServeCliOptions& o, Device device, int context) {
+int default_kv_blocks(const Config& c, const ServeCliOptions& o, Device device, const CudaSettings& cuda,
+                      int context) {
     const long long per_request = (context + o.block_size - 1) / o.block_size;
-    const std::size_t per_block = kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, kv_elem_bytes(device));
+    const std::size_t per_block =
+        kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, kv_elem_bytes(device, cuda));
     const long long in_budget = (long long)(kDefaultKvBytes / per_block);
     const long long blocks = std::max(per_request, std::min(per_request * o.limits.max_seqs, in_budget));
     return int(std::min<long long>(INT_MAX, blocks));
@@ -156,7 +158,8 @@ Backend make_backend(Session& s, const ServeCliOptions& o, serve::ServerMetrics&
     p.device = parse_device(o.common.device);
     p.block_size = o.block_size;
     p.threads = o.common.threads;
-    p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks : default_kv_blocks(s.loaded.model->config, o, p.device, context);
+    p.total_blocks = o.kv_blocks > 0 ? o.kv_blocks
+                                     : default_kv_blocks(s.loaded.model->config, o, p.device, s.settings.cuda, context);
     auto paged = serve::make_paged_serving_engine(s.loaded.model, p);
     b.hardware = paged->hardware();
     b.serving = std::move(paged);

@@ -267,17 +267,22 @@ TEST_CASE("gpu.host.attention_scratch") {
 }
 
 // The element size a paged pool's KV byte budget (--kv-mb) is divided by:
-// PDLAB_CUDA_KV picks it for the GPU (read without one), the CPU keeps f32,
-// and a value it does not know is the user's error.
+// the settings' KV precision picks it for the GPU (read without one), the CPU
+// keeps f32. The serving engine, whose options name a Device only, gets the
+// environment's settings, and a value they do not know is the user's error.
 TEST_CASE("gpu.host.kv_elem_bytes") {
+    CudaSettings s;
+    CHECK(kv_elem_bytes(Device::cpu, s) == 4);
+    CHECK(kv_elem_bytes(Device::cuda, s) == 4);
+    s.kv = KvPrecision::bf16;
+    CHECK(kv_elem_bytes(Device::cuda, s) == 2);
+    CHECK(kv_elem_bytes(Device::cpu, s) == 4);
     unsetenv("PDLAB_CUDA_KV");
-    CHECK(kv_elem_bytes(Device::cpu) == 4);
     CHECK(kv_elem_bytes(Device::cuda) == 4);
     setenv("PDLAB_CUDA_KV", "bf16", 1);
     CHECK(kv_elem_bytes(Device::cuda) == 2);
-    CHECK(kv_elem_bytes(Device::cpu) == 4);
     setenv("PDLAB_CUDA_KV", "fp8", 1);
-    CHECK_THROWS_WITH_AS(kv_elem_bytes(Device::cuda), doctest::Contains("not a KV cache precision"), UserError);
+    CHECK_THROWS_WITH_AS(kv_elem_bytes(Device::cuda), doctest::Contains("PDLAB_CUDA_KV=fp8"), UserError);
     unsetenv("PDLAB_CUDA_KV");
 }
 

@@ -13,6 +13,7 @@
 
 #include "check.hpp"
 #include "engine/engine.hpp"
+#include "engine/engine_settings.hpp"
 #include "engine/generate.hpp"
 #include "engine/sampler.hpp"
 #include "load/model_source.hpp"
@@ -62,10 +63,13 @@ struct Pair {
     std::unique_ptr<Engine> cpu, gpu;
 };
 
+// The engines on both devices, with the settings the environment gives (as
+// pdlab's start-up reads them: EnvSetting below sets them for a test).
 Pair engines(const std::shared_ptr<const Model>& m, int batch, int max_seq = 0) {
     EngineOptions o;
     o.batch = batch;
     o.max_seq = max_seq;
+    o.cuda = engine_settings_from_env().cuda;
     Pair p;
     o.device = Device::cpu;
     p.cpu = make_engine(m, o);
@@ -75,7 +79,7 @@ Pair engines(const std::shared_ptr<const Model>& m, int batch, int max_seq = 0) 
 }
 
 // Sets an environment variable (PDLAB_CUDA_GRAPHS, PDLAB_CUDA_KV, ...) for
-// the engines made while it lives.
+// the engines made while it lives: engines() and the paged serving engine read it.
 struct EnvSetting {
     EnvSetting(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
     ~EnvSetting() { unsetenv(name_); }
@@ -363,23 +367,18 @@ TEST_CASE("gpu.model.bf16_kv_cache_matches_cpu") {
         }
 }
 
-// What PDLAB_CUDA_KV=bf16 cannot serve, and values it does not know, are
-// refused with one clear message (UserError: pdlab exits 2).
+// What a bf16 cache (PDLAB_CUDA_KV=bf16) cannot serve is refused with one
+// clear message (UserError: pdlab exits 2); values the variables do not know
+// are refused where they are read (engine.settings.refusals).
 TEST_CASE("gpu.model.bf16_kv_cache_refusals") {
     auto f32_model = load_model(kModels[0], Precision::f32, false, kBoth);
     auto bf16_model = load_model(kModels[0], Precision::bf16, false, kBoth);
     EngineOptions o;
     o.device = Device::cuda;
-    {
-        EnvSetting kv("PDLAB_CUDA_KV", "bf16");
-        CHECK_THROWS_WITH_AS(make_engine(f32_model.model, o), doctest::Contains("needs bf16 or int8 weights"),
-                             UserError);
-        EnvSetting flash("PDLAB_CUDA_FLASH", "0");
-        CHECK_THROWS_WITH_AS(make_engine(bf16_model.model, o), doctest::Contains("needs the flash prefill"),
-                             UserError);
-    }
-    EnvSetting kv("PDLAB_CUDA_KV", "fp8");
-    CHECK_THROWS_WITH_AS(make_engine(bf16_model.model, o), doctest::Contains("not a KV cache precision"), UserError);
+    o.cuda.kv = KvPrecision::bf16;
+    CHECK_THROWS_WITH_AS(make_engine(f32_model.model, o), doctest::Contains("needs bf16 or int8 weights"), UserError);
+    o.cuda.flash = CudaSettings::Flash::off;
+    CHECK_THROWS_WITH_AS(make_engine(bf16_model.model, o), doctest::Contains("needs the flash prefill"), UserError);
 }
 
 TEST_CASE("gpu.model.greedy_ids_match_cpu") {
