@@ -92,7 +92,7 @@ Precision precision_of(const CommonOptions& o) { return parse_precision(o.precis
 Session load_session(const CommonOptions& o) {
     apply_runtime(o);
     Session s;
-    s.settings = engine_settings_from_env();  // a bad PDLAB_CUDA_KV and the like is refused before the load
+    s.settings = {environment_cuda_settings(), environment_huge_pages()};  // the one parse: a bad value is refused before the load
     // Only the engine --device names: a CPU run keeps no row-major copy of the matrices.
     const Device d = parse_device(o.device);
     s.loaded = load_model(o.model, precision_of(o), true,

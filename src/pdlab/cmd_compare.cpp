@@ -152,7 +152,7 @@ int run_compare(const CompareOptions& o) {
              "be available, and it is not: {}. To time the CPU alone, use pdlab bench --device cpu.",
              why);
     if (o.threads > 0) omp_set_num_threads(o.threads);
-    const EngineSettings settings = engine_settings_from_env();
+    const EngineSettings settings{environment_cuda_settings(), environment_huge_pages()};
     // One model serves both engines, so it keeps its row-major copy for the GPU upload.
     LoadedModel lm = load_model(o.model, parse_precision(o.precision), true,
                                 Backends{.cpu = true, .cuda = true, .huge_pages = settings.huge_pages});

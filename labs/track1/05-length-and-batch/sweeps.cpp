@@ -268,7 +268,6 @@ void measure_batch(cli::Session& s, const Options& o, int B, std::vector<double>
     const int P = o.batch_prompt_len;
     EngineOptions eo;
     eo.device = s.engine->device();
-    eo.cuda = s.settings.cuda;  // the session's PDLAB_CUDA_* settings, as its own engine got them
     eo.batch = B;
     eo.max_seq = P + o.steps;
     auto e = make_engine(s.loaded.model, eo);  // a cache with B slots
