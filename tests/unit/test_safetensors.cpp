@@ -263,7 +263,7 @@ TEST_CASE("engine.safetensors.refuses_fifo_folder_and_escaping_shards") {
     fs::path other = temp_dir("hostile_outside");
     write_st(other / "x.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
     auto index_naming = [&](const std::string& shard) {
-        std::ofstream(d / "model.safetensors.index.json") << R"({"weight_map":{"w":)" << Json(shard).dump() << "}}";
+        std::ofstream(d / "model.safetensors.index.json") << R"({"weight_map":{"w":)" << pd::Json(shard).dump() << "}}";
     };
     for (const std::string& shard : {"../" + other.filename().string() + "/x.safetensors",
                                      (other / "x.safetensors").string()}) {

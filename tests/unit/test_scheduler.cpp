@@ -833,7 +833,7 @@ TEST_CASE("serve.scheduler.arrival_times_reach_the_policy") {
             for (int id : s.waiting) arrival[id] = s.seqs[std::size_t(id)].arrival_s, arrivals.insert(arrival[id]);
             inner.admit(s, lim, out);
         }
-        void build_batch(const SchedulerState& s, const StepLimits& lim, std::vector<BatchItem>& out) override {
+        void build_batch(const SchedulerState& s, const StepLimits& lim, std::vector<pd::serve::BatchItem>& out) override {
             nows.push_back(*now_s);
             for (int id : s.running) CHECK(s.seqs[std::size_t(id)].arrival_s == arrival.at(id));
             inner.build_batch(s, lim, out);

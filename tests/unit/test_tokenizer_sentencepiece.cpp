@@ -70,7 +70,7 @@ json metaspace_style(const std::string& scheme) {
 
 Tokenizer load(const json& j) { return Tokenizer::from_json_text(j.dump(), "test.json"); }
 
-std::string load_error(const json& j) {
+std::string spm_load_error(const json& j) {
     try {
         load(j);
     } catch (const pd::UserError& e) {
@@ -146,21 +146,21 @@ TEST_CASE("engine.tokenizer.sentencepiece_refusals") {
     };
     json j = llama2_style();
     j["decoder"]["decoders"][3]["stop"] = 1;
-    contains(load_error(j), "decoder Strip is supported only after Fuse");
+    contains(spm_load_error(j), "decoder Strip is supported only after Fuse");
     j = llama2_style();
     j["decoder"]["decoders"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "b"}});
-    contains(load_error(j), "decoder \"Replace\" after Fuse");
+    contains(spm_load_error(j), "decoder \"Replace\" after Fuse");
     j = llama2_style();
     j["decoder"] = {{"type", "ByteLevel"}};
-    contains(load_error(j), "the decoder is ByteLevel but the pre-tokenizer is not");
+    contains(spm_load_error(j), "the decoder is ByteLevel but the pre-tokenizer is not");
     j = llama2_style();
     j["decoder"] = nullptr;
-    contains(load_error(j), "without a decoder");
+    contains(spm_load_error(j), "without a decoder");
     j = metaspace_style("sometimes");
-    contains(load_error(j), "prepend_scheme \"sometimes\"");
+    contains(spm_load_error(j), "prepend_scheme \"sometimes\"");
     j = llama2_style();
     j["normalizer"]["normalizers"].push_back({{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}});
-    contains(load_error(j), "normalizer \"Precompiled\" is not supported");
+    contains(spm_load_error(j), "normalizer \"Precompiled\" is not supported");
 }
 
 TEST_CASE("engine.tokenizer.normalizers") {

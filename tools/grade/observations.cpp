@@ -13,7 +13,7 @@ namespace pd::grade {
 namespace {
 
 // A student's program wrote the strings: shown clipped, on one line.
-std::string clip(const std::string& s, std::size_t max = 80) {
+std::string clip_one_line(const std::string& s, std::size_t max = 80) {
     std::string out;
     for (char ch : s.substr(0, max)) out += (ch == '\n' || ch == '\r') ? ' ' : ch;
     return s.size() > max ? out + "..." : out;
@@ -58,7 +58,7 @@ std::vector<CaseObservations> parse_observations(const std::string& text) {
         try {
             cases.push_back(case_of(parse_json_limited(line, 16)));
         } catch (const std::exception& e) {
-            throw std::runtime_error(fmt::format("line {}: {}", number, clip(e.what())));
+            throw std::runtime_error(fmt::format("line {}: {}", number, clip_one_line(e.what())));
         }
     }
     return cases;
@@ -83,12 +83,12 @@ std::optional<Mismatch> compare_observations(const std::vector<CaseObservations>
                                                "run it to its end", want[i].test_case)};
         if (i >= want.size())
             return Mismatch{false, fmt::format("observations of a test case the check does not run: \"{}\"",
-                                               clip(got[i].test_case))};
+                                               clip_one_line(got[i].test_case))};
         const auto& g = got[i];
         const auto& w = want[i];
         if (g.test_case != w.test_case)
             return Mismatch{false, fmt::format("the observations of test case {} were expected next, found \"{}\"",
-                                               w.test_case, clip(g.test_case))};
+                                               w.test_case, clip_one_line(g.test_case))};
         if (!g.passed) return Mismatch{true, fmt::format("{}: the test case failed", w.test_case)};
         if (g.obs.size() != w.obs.size())
             return Mismatch{false, fmt::format("{}: {} observations recorded, the reference solution's run "
@@ -98,7 +98,7 @@ std::optional<Mismatch> compare_observations(const std::vector<CaseObservations>
             const auto& b = w.obs[j];
             if (a.what != b.what)
                 return Mismatch{false, fmt::format("{}: observation {} should be \"{}\", found \"{}\"", w.test_case,
-                                                   j + 1, b.what, clip(a.what))};
+                                                   j + 1, b.what, clip_one_line(a.what))};
             CompareSpec spec;
             spec.float_atol = b.atol, spec.float_rtol = b.rtol, spec.ignore = {};
             auto diffs = compare_json(a.value, b.value, spec, 1);

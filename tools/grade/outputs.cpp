@@ -31,7 +31,7 @@ bool contains(const std::string& s, const char* what) { return s.find(what) != s
 
 // "../src/labs/x.cpp:12:5: error: ..." -> "x.cpp:12:5: error: ..." is left to the caller;
 // this only shortens very long lines.
-std::string clip(std::string s, std::size_t n = 300) {
+std::string clip_line(std::string s, std::size_t n = 300) {
     if (s.size() > n) s = s.substr(0, n - 3) + "...";
     return s;
 }
@@ -147,7 +147,7 @@ std::string doctest_failure_reason(const std::string& out) {
             if (t.empty() || lines[j][0] != ' ') break;
             reason += " (" + t + ")";
         }
-        return clip(reason, 400);
+        return clip_line(reason, 400);
     }
     return "";
 }
@@ -156,10 +156,10 @@ std::string compile_error_reason(const std::string& out) {
     auto lines = lines_of(out);
     for (const auto& l : lines)
         if (contains(l, "error:") || contains(l, "undefined reference") || contains(l, "Error:"))
-            return clip(trim(l));
+            return clip_line(trim(l));
     for (const auto& l : lines)
-        if (l.rfind("FAILED:", 0) == 0) return clip(trim(l));
-    return clip(trim(last_lines(out, 1)));
+        if (l.rfind("FAILED:", 0) == 0) return clip_line(trim(l));
+    return clip_line(trim(last_lines(out, 1)));
 }
 
 std::string compile_error_excerpt(const std::string& out, std::size_t max_lines) {
@@ -178,7 +178,7 @@ std::string compile_error_excerpt(const std::string& out, std::size_t max_lines)
     std::size_t n = 0;
     for (std::size_t i = from; i < lines.size() && n < max_lines; i++, n++) {
         if (lines[i].rfind("ninja: build stopped", 0) == 0) break;
-        text += clip(lines[i], 400) + "\n";
+        text += clip_line(lines[i], 400) + "\n";
     }
     return text;
 }
