@@ -21,11 +21,14 @@ import sys
 import tempfile
 
 SETRLIMIT = "Error: crun: setrlimit `RLIMIT_NOFILE`: Operation not permitted: OCI permission denied"
-HYBRID = "Error: crun: cgroups in hybrid mode not supported, drop all controllers from cgroupv2: OCI runtime error"
+RUNC_NOFILE = ("Error: runc: runc create failed: unable to start container process: error during container init: "
+               "error setting rlimits for ready process: error setting rlimit type 7: operation not permitted")
+HYBRID = "Error: OCI runtime error: crun: cgroups in hybrid mode not supported, drop all controllers from cgroupv2"
 
 # The fake engine: logs its argv (one JSON line per call) to $FAKE_LOG; the images
-# in $FAKE_IMAGES exist; $FAKE_HOST says how `run` fails: vm (as above), broken
-# (always, with another error) or ok.
+# in $FAKE_IMAGES exist; $FAKE_HOST says how `run` fails: vm (as above), vm-runc
+# (where runc is the default: its own RLIMIT_NOFILE error only), broken (always,
+# with another error) or ok. The errors are those Podman 4.3 printed on Debian 12.
 FAKE = f"""#!{sys.executable}
 import json, os, sys
 argv = sys.argv[1:]
@@ -36,6 +39,8 @@ if words[:2] == ["image", "inspect"]:
     sys.exit(0 if words[2] in images else 1)
 if words[:1] == ["pull"]:
     sys.exit(print("Error: initializing source docker://" + words[1] + ": dial tcp: lookup registry-1.docker.io: no such host", file=sys.stderr) or 125)
+if "run" in argv and host == "vm-runc" and "--ulimit" not in argv:
+    sys.exit(print({RUNC_NOFILE!r}, file=sys.stderr) or 126)
 if "run" in argv and host == "vm" and "--ulimit" not in argv:
     sys.exit(print({SETRLIMIT!r}, file=sys.stderr) or 126)
 if "run" in argv and host == "vm" and "runc" not in argv:
@@ -100,6 +105,10 @@ def check_fallbacks(host, kit):
         fail(f"expected ./kit run 03 in pdlab, in /kit: {last}")
     if "--security-opt" in last or "--privileged" in last:
         fail(f"only ./kit grade gets the sandbox's options: {last}")
+    rc, err, calls = host.kit(kit, ["run", "run", "03"], "vm-runc", [BASE, "pdlab"])
+    used = used_lines(err)
+    if rc != 0 or len(used) != 1 or not all(o in calls[-1] for o in ULIMITS) or "runc" in calls[-1]:
+        fail(f"runc's RLIMIT_NOFILE error: expected the ulimits only: exit {rc}, {calls[-1]}\n{err}")
 
 
 def check_grade(host, kit, tmp):
