@@ -24,6 +24,8 @@ without going through ./kit itself (which would rebuild):
   ./kit serve-sweep ..  minutes of load: serve_sweep.py --help.
   ./kit build, setup, help, handout, bench, grade: the instructor's and the
                         whole kit's commands, run by their own tests; listed.
+  ./kit container run ARGS   checked as ./kit ARGS (here, not in a container);
+                        container build and shell: listed (kit_container.py).
 
 A line with "..." is a template, not a command: listed, not run.
 
@@ -61,7 +63,7 @@ FULL = {
 }
 # Subcommands of pdlab that run until stopped or for minutes.
 PDLAB_HELP_ONLY = {"serve", "bench", "loadgen"}
-LISTED = {"build", "setup", "help", "handout", "bench", "grade"}
+LISTED = {"build", "setup", "help", "handout", "bench", "grade", "container"}
 
 
 def commands(text):
@@ -175,6 +177,8 @@ def check(cmd, kit, build, suites, gpu, scratch):
         script = os.path.join(kit, "labs", "track1", "04-ttft-and-tpot", "serve_sweep.py")
         ok, how = run(["/usr/bin/python3", script, "--help"], cwd=scratch)
         return ("ok" if ok else "FAIL"), "serve_sweep.py --help only (minutes of load), " + how
+    if verb == "container" and args[:1] == ["run"] and len(args) > 1:
+        return check(shlex.join(["./kit"] + args[1:]), kit, build, suites, gpu, scratch)
     if verb in LISTED:
         return "listed", f"./kit {verb}: checked by the kit's own tests and CI, not here"
     return "FAIL", f"./kit has no command \"{verb}\""
