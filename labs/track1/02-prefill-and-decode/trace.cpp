@@ -88,7 +88,10 @@ bool section_trace(Lab& lab) {
     const int P = lab.P();
     std::printf("1. The trace: a %d-token prompt and two greedy output tokens (B = 1)\n", P);
     std::string text;
-    for (int i = 0; i < std::min(P, 8); i++) text += " " + lab::quoted_token(lab.tok, lab.ids[std::size_t(i)]);
+    for (int i = 0; i < std::min(P, 8); i++) {
+        text += ' ';  // not " " + token: GCC 12 warns (-Wrestrict) about that temporary, wrongly
+        text += lab::quoted_token(lab.tok, lab.ids[std::size_t(i)]);
+    }
     std::printf("   prompt %s = ids [%s] =%s%s\n", prompt_names(P).c_str(), lab::id_list(lab.ids).c_str(),
                 text.c_str(), P > 8 ? " ..." : "");
     const Trace t = run_trace(lab);
