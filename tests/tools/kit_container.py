@@ -6,7 +6,8 @@ The fake engine fails the way Podman 4.3 does on a VM with hybrid cgroups (issue
 "cgroups in hybrid mode not supported" until --runtime runc. Checked: each
 fallback is found by the probe, named once, and passed to the real command;
 the working copy is mounted at /kit (and a caller's folder outside it at its
-own path); only ./kit grade gets the sandbox's options; a missing base image
+own path); only ./kit grade gets the sandbox's options; --gpu builds and runs
+the GPU variant with the GPUs passed through; a missing base image
 with no registry is exit 2 naming the import; any other failure is exit 2 with
 the engine's own error. No container runs: seconds.
 
@@ -136,6 +137,21 @@ def check_build(host, kit):
         fail(f"the run after the build: {calls[-1]}")
 
 
+def check_gpu(host, kit):
+    """--gpu: the pdlab-gpu image, built with GPU=1, run with the GPUs passed
+    through (CDI on Podman, --gpus on Docker) and its own build folder."""
+    rc, err, calls = host.kit(kit, ["run", "--gpu", "run", "02"], "ok", [BASE])
+    builds = [c for c in calls if "build" in c]
+    if rc != 0 or len(builds) != 1 or builds[0][-6:] != ["GPU=1", "-t", "pdlab-gpu", "-f", f"{kit}/Containerfile", kit]:
+        fail(f"expected one build of pdlab-gpu with --build-arg GPU=1: exit {rc}, calls {calls}\n{err}")
+    last = calls[-1]
+    if "nvidia.com/gpu=all" not in last or "BUILD_DIR=build-container-gpu" not in last or last[-4:] != ["pdlab-gpu", "/kit/kit", "run", "02"]:
+        fail(f"the GPU run: {last}")
+    rc, err, calls = host.kit(kit, ["run", "--gpu", "run", "02"], "ok", [BASE, "pdlab-gpu"], engine="docker")
+    if rc != 0 or calls[-1][calls[-1].index("--gpus") + 1] != "all":
+        fail(f"docker's GPU run: exit {rc}, {calls[-1]}\n{err}")
+
+
 def check_refusals(host, no_runc, kit):
     """Exit 2 with one clear message, and nothing built or run after it."""
     rc, err, calls = host.kit(kit, ["build"], "ok", [])
@@ -167,8 +183,9 @@ def main():
         check_fallbacks(host, kit)
         check_grade(host, kit, tmp)
         check_build(host, kit)
+        check_gpu(host, kit)
         check_refusals(host, no_runc, kit)
-    print("ok: fallbacks found and named, mounts, grade's options, missing image, refusals")
+    print("ok: fallbacks found and named, mounts, grade's options, missing image, the GPU variant, refusals")
 
 
 if __name__ == "__main__":
