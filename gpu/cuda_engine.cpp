@@ -1,8 +1,9 @@
 // The CUDA engine: the host side of the GPU backend (C++20, compiled by g++).
 // It uploads the model's row-major weights once (never the CPU's packed
-// copy, which a CUDA run does not make), checks every request with the CPU's checks
-// (src/engine/request.hpp), stages the per-row inputs, enqueues the forward pass
-// (gpu/model.cu) and brings the logits back to host memory.
+// copy, which a CUDA run does not make), runs the host layer's step plans
+// (src/engine/step_plan.hpp: the CPU's checks and rows), staged by
+// plan_staging.hpp, enqueues the forward pass (gpu/model.cu) and brings the
+// logits back to host memory.
 #include "cuda_engine.hpp"
 
 #include <cuda_runtime_api.h>
@@ -20,13 +21,12 @@
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "plan_staging.hpp"
 #include "sampler.cuh"
 #include "engine/bf16_convert.hpp"
-#include "paged_rows.hpp"
-#include "engine/kv_cache.hpp"
 #include "engine/ops.hpp"
 #include "engine/quantize.hpp"
-#include "engine/request.hpp"
+#include "engine/step_plan.hpp"
 
 namespace pd {
 
@@ -126,6 +126,7 @@ public:
                           : gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim,
                                                       kv_precision_);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
+            reserve_plan(plan_, o.batch);
             use_graphs_ = !pool && settings_.graphs;  // a paged step's rows and tables change every time
             PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
         } catch (...) {
@@ -140,40 +141,30 @@ public:
     Device device() const override { return Device::cuda; }
     std::string hardware() const override { return cuda_device_summary(); }
 
+    // Each phase: the host layer's plan (engine/step_plan.hpp, with the
+    // checks), its pass on the device, its logits back, then the lengths.
     const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
-        check_prefill(model_->config, room(), slot, tokens);
-        const int T = int(tokens.size()), start = cache_.seq_len[slot];
-        const int n_kept = keep == Keep::all ? T : 1;
-        gpu::ensure_run_state(st_, dm_, T, n_kept, cache_.max_seq, T, start);
-        rows_token_.assign(tokens.begin(), tokens.end());
-        rows_slot_.assign(T, slot);
-        rows_pos_.resize(T);
-        for (int i = 0; i < T; i++) rows_pos_[i] = start + i;
-        stage_rows(T);
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::prefill;
-        a.rows = T;
-        a.slot = slot;
-        a.start = start;
-        a.first_kept = keep == Keep::all ? 0 : T - 1;
-        a.n_kept = n_kept;
-        gpu::forward(dm_, cache_, st_, *blas_, a);
-        const float* logits = fetch_logits(n_kept);
-        cache_.seq_len[slot] = start + T;
+        plan_prefill(plan_, model_->config, room(), slot, tokens, keep);
+        enqueue_plan();
+        const float* logits = fetch_logits(staged_.args.n_kept);
+        commit(plan_, cache_.seq_len);
         return logits;
     }
 
     const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
-        const int rows = enqueue_decode(slots, tokens);
-        const float* logits = fetch_logits(rows);
-        for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
+        plan_decode(plan_, model_->config, room(), slots, tokens);
+        enqueue_plan();
+        const float* logits = fetch_logits(staged_.args.n_kept);
+        commit(plan_, cache_.seq_len);
         return logits;
     }
 
     // The argmax of each row on the device: one int per row comes back.
     void decode_greedy(std::span<const int> slots, std::span<const int> tokens, std::span<int> next) override {
         PD_GPU_REQUIRE(next.size() == tokens.size());
-        const int rows = enqueue_decode(slots, tokens);
+        plan_decode(plan_, model_->config, room(), slots, tokens);
+        enqueue_plan();
+        const int rows = plan_.rows;
         d_next_.ensure(std::size_t(rows));
         h_next_.resize(std::size_t(rows));
         gpu::argmax(d_next_.data(), st_.logits.data(), rows, model_->config.vocab_size, stream_);
@@ -181,22 +172,16 @@ public:
                                 cudaMemcpyDeviceToHost, stream_));
         PD_CUDA(cudaStreamSynchronize(stream_));
         std::copy(h_next_.begin(), h_next_.end(), next.begin());
-        for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
+        commit(plan_, cache_.seq_len);
     }
 
     int cache_len(int slot) const override { return cache_.seq_len.at(slot); }
     int batch() const override { return cache_.batch; }
     int max_seq() const override { return cache_.max_seq; }
-    void reset(int slot) override {
-        check_slot(slot, cache_.batch);
-        cache_.seq_len[slot] = 0;
-    }
-    // The rows past `len` stay on the device unread; the host's lengths say where
-    // the next pass writes (the same rule as the CPU's kv_truncate).
-    void truncate(int slot, int len) override {
-        check_truncate(cache_.seq_len, slot, len);
-        cache_.seq_len[slot] = len;
-    }
+    // The rows past a length stay on the device unread: the host's lengths
+    // say where the next pass writes.
+    void reset(int slot) override { reset_length(cache_.seq_len, slot); }
+    void truncate(int slot, int len) override { truncate_length(cache_.seq_len, slot, len); }
 
     double time_ms(const std::function<void()>& work) override {
         // The GPU stamps each event when the stream reaches it. Everything
@@ -246,23 +231,10 @@ public:
         if (on_layer)
             fail("a layer hook reads K/V in host memory, and this paged engine keeps them on the GPU "
                  "(disaggregated serving, lab 09, runs on the CPU)");
-        check_batch(model_->config, pool, items);
-        gpu::lay_out_paged_rows(paged_, pool, items, cache_.max_blocks());
-        const int rows = int(paged_.token.size());
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::decode;
-        a.rows = rows;
-        a.n_kept = std::max(paged_.n_logits, 1);  // none asked: the last row's, never read
-        a.first_kept = rows - a.n_kept;
-        gpu::ensure_run_state(st_, dm_, rows, a.n_kept, cache_.max_seq);
-        rows_token_.assign(paged_.token.begin(), paged_.token.end());
-        rows_slot_.assign(paged_.slot.begin(), paged_.slot.end());
-        rows_pos_.assign(paged_.pos.begin(), paged_.pos.end());
-        stage_rows(rows);
-        gpu::set_block_tables(cache_, paged_.tables, int(items.size()), stream_);
-        gpu::forward(dm_, cache_, st_, *blas_, a);
-        const float* logits = fetch_logits(a.n_kept);
-        for (const BatchItem& it : items) it.table->len += int(it.tokens.size());
+        plan_batch(plan_, model_->config, pool, items);
+        enqueue_plan();
+        const float* logits = fetch_logits(staged_.args.n_kept);
+        commit(plan_);
         return logits;
     }
 
@@ -274,27 +246,21 @@ private:
 
     CacheRoom room() const { return {cache_.seq_len, cache_.max_seq}; }
 
-    // Checks a decode step, stages its rows and enqueues its forward pass
-    // (the captured graph, or every kernel); returns its rows. The logits
-    // land in st_.logits; the caller fetches what it needs and then advances
-    // the sequences' lengths.
-    int enqueue_decode(std::span<const int> slots, std::span<const int> tokens) {
-        check_decode(model_->config, room(), slots, tokens);
-        const int rows = int(tokens.size());
-        rows_token_.assign(tokens.begin(), tokens.end());
-        rows_slot_.assign(slots.begin(), slots.end());
-        rows_pos_.resize(rows);
-        for (int r = 0; r < rows; r++) rows_pos_[r] = cache_.seq_len[slots[r]];
-        gpu::ensure_run_state(st_, dm_, rows, rows, cache_.max_seq);  // no-op after the first steps
-        stage_rows(rows);
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::decode;
-        a.rows = rows;
-        a.first_kept = 0;
-        a.n_kept = rows;
-        if (use_graphs_) run_graph(a);
+    // Stages plan_ (gpu/plan_staging.hpp: its rows as they are, a batch
+    // step's block tables) and enqueues its forward pass: a decode step's
+    // captured graph, or every kernel. The logits land in st_.logits; the
+    // caller fetches what it needs and then commits the plan.
+    void enqueue_plan() {
+        gpu::stage_plan(staged_, plan_, cache_.max_blocks());
+        const gpu::ForwardArgs& a = staged_.args;
+        const bool prefill = a.phase == gpu::Phase::prefill;
+        gpu::ensure_run_state(st_, dm_, a.rows, a.n_kept, cache_.max_seq, prefill ? a.rows : 0,
+                              prefill ? a.start : 0);  // no-op after the first decode steps
+        stage_rows();
+        if (plan_.kind == StepKind::batch)
+            gpu::set_block_tables(cache_, staged_.tables, int(plan_.tables.size()), stream_);
+        if (plan_.kind == StepKind::decode && use_graphs_) run_graph(a);
         else gpu::forward(dm_, cache_, st_, *blas_, a);
-        return rows;
     }
 
     // Everything that is not a DeviceBuffer / DeviceArena (those free themselves).
@@ -497,10 +463,13 @@ private:
         dm_.rope_sin = arena_.upload(sin_table);
     }
 
-    // Copies this pass's token / slot / pos rows to the device (before the
-    // forward pass, never inside a captured graph).
-    void stage_rows(int rows) {
-        const std::size_t bytes = sizeof(int) * std::size_t(rows);
+    // Copies the staged token / slot / pos rows to the device through pinned
+    // host copies (before the forward pass, never inside a captured graph).
+    void stage_rows() {
+        rows_token_.assign(staged_.token.begin(), staged_.token.end());
+        rows_slot_.assign(staged_.slot.begin(), staged_.slot.end());
+        rows_pos_.assign(staged_.pos.begin(), staged_.pos.end());
+        const std::size_t bytes = sizeof(int) * std::size_t(staged_.args.rows);
         PD_CUDA(cudaMemcpyAsync(st_.token.data(), rows_token_.data(), bytes, cudaMemcpyHostToDevice, stream_));
         PD_CUDA(cudaMemcpyAsync(st_.slot.data(), rows_slot_.data(), bytes, cudaMemcpyHostToDevice, stream_));
         PD_CUDA(cudaMemcpyAsync(st_.pos.data(), rows_pos_.data(), bytes, cudaMemcpyHostToDevice, stream_));
@@ -586,7 +555,8 @@ private:
     gpu::pinned_vector<int> rows_token_, rows_slot_, rows_pos_;
     gpu::DeviceBuffer<int> d_next_;                        // decode_greedy's argmax per row
     gpu::pinned_vector<int> h_next_;                       // ... and its host copy
-    gpu::PagedRows paged_;                                 // paged: this step's rows and block tables
+    StepPlan plan_;                                        // this step's rows (the host layer's)
+    gpu::StagedStep staged_;                               // ... as the device takes them
     float* h_logits_ = nullptr;                            // pinned host memory for the logits
     std::size_t h_logits_cap_ = 0;
     std::map<int, Graph> graphs_;                          // decode step graph per batch size
