@@ -1,67 +1,37 @@
 // The CUDA engine: the host side of the GPU backend (C++20, compiled by g++).
-// It uploads the model's row-major weights once (never the CPU's packed
-// copy, which a CUDA run does not make), checks every request with the CPU's checks
-// (src/engine/request.hpp), stages the per-row inputs, enqueues the forward pass
-// (gpu/model.cu) and brings the logits back to host memory.
+// It chooses the kernels (the settings), checks that it fits
+// (device_memory.hpp), uploads the model's row-major weights once
+// (weights_upload.hpp; never the CPU's packed copy, which a CUDA run does not
+// make), runs the host layer's step plans (src/engine/step_plan.hpp: the
+// CPU's checks and rows) as plan_staging.hpp stages them, enqueues the
+// forward pass (gpu/model.cu, decode steps as graphs: decode_graphs.hpp) and
+// brings the logits back to host memory. cuda_device.cpp says whether a GPU
+// is there.
 #include "cuda_engine.hpp"
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 
 #include "attention.cuh"
 #include "attention_pair.cuh"
 #include "common.hpp"
 #include "cuda_check.cuh"
-#include "cuda_presence.hpp"
+#include "decode_graphs.hpp"
+#include "device_memory.hpp"
 #include "kv_cache.cuh"
 #include "matmul.cuh"
 #include "model.cuh"
 #include "ops.cuh"
+#include "plan_staging.hpp"
 #include "sampler.cuh"
-#include "engine/bf16_convert.hpp"
-#include "paged_rows.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/ops.hpp"
-#include "engine/quantize.hpp"
-#include "engine/request.hpp"
+#include "weights_upload.hpp"
+#include "engine/step_plan.hpp"
 
 namespace pd {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-struct Presence {
-    bool present = false;
-    std::string why_not;
-};
-
-// PDLAB_GPU_ARCHS: -Dgpu_archs, set by gpu/meson.build.
-Presence detect_device() {
-    Presence p;
-    p.why_not = gpu::why_cuda_unusable(gpu::probe_cuda(), PDLAB_GPU_ARCHS);
-    p.present = p.why_not.empty();
-    return p;
-}
-
-const Presence& presence() {
-    static const Presence p = detect_device();
-    return p;
-}
-
-// The kernels' copy of the model's shape.
-gpu::DeviceShape device_shape(const Config& c) {
-    gpu::DeviceShape s;
-    const FamilyTraits& t = c.traits();
-    s.rmsnorm = t.norm == Norm::rmsnorm, s.rotary = t.positions == Positions::rotary, s.swiglu = t.mlp == Mlp::swiglu;
-    s.dim = c.dim, s.hidden_dim = c.hidden_dim, s.n_layers = c.n_layers;
-    s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
-    s.vocab_size = c.vocab_size, s.max_seq_len = c.max_seq_len, s.norm_eps = c.norm_eps;
-    return s;
-}
 
 // The device cache's element type for the settings' (engine.hpp) KV precision.
 gpu::KVPrecision device_kv(KvPrecision kv) {
@@ -107,25 +77,29 @@ public:
                  gpu::kDecodeMaxHeadDim, c.head_dim);
         choose_paths(pool != nullptr);
         if (pool)
-            check_memory(gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size,
-                                              pool->total_blocks(), kv_precision_),
-                         fmt::format("{} blocks of {} positions", pool->total_blocks(), pool->block_size),
-                         peak_paged_run_state_bytes(std::min(S, pool->total_blocks()), S), S);
+            gpu::check_device_memory(
+                prop_, *model_,
+                gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size, pool->total_blocks(),
+                                     kv_precision_),
+                fmt::format("{} blocks of {} positions", pool->total_blocks(), pool->block_size),
+                gpu::peak_paged_run_state_bytes(dm_, std::min(S, pool->total_blocks()), S), S);
         else
-            check_memory(gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, S, o.batch, kv_precision_),
-                         fmt::format("batch {} x {} positions", o.batch, S), peak_run_state_bytes(o.batch, S), S);
+            gpu::check_device_memory(
+                prop_, *model_, gpu::device_kv_bytes(c.n_layers, c.n_kv_heads, c.head_dim, S, o.batch, kv_precision_),
+                fmt::format("batch {} x {} positions", o.batch, S), gpu::peak_run_state_bytes(dm_, o.batch, S), S);
         try {
             PD_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
             PD_CUDA(cudaEventCreate(&ev_start_));
             PD_CUDA(cudaEventCreate(&ev_stop_));
             blas_ = std::make_unique<gpu::Blas>(stream_);
-            upload_model();
-            upload_rope(S);
+            gpu::upload_weights(dm_, arena_, model_->w);
+            gpu::upload_rope(dm_, arena_, c, S);
             cache_ = pool ? gpu::make_device_paged_kv_cache(c.n_layers, c.n_kv_heads, c.head_dim, pool->block_size,
                                                             pool->total_blocks(), S, kv_precision_)
                           : gpu::make_device_kv_cache(c.n_layers, o.batch, c.n_kv_heads, S, c.head_dim,
                                                       kv_precision_);
             gpu::ensure_run_state(st_, dm_, o.batch, o.batch, S);
+            reserve_plan(plan_, o.batch);
             use_graphs_ = !pool && settings_.graphs;  // a paged step's rows and tables change every time
             PD_CUDA(cudaDeviceSynchronize());  // uploads done before the first timing
         } catch (...) {
@@ -140,40 +114,30 @@ public:
     Device device() const override { return Device::cuda; }
     std::string hardware() const override { return cuda_device_summary(); }
 
+    // Each phase: the host layer's plan (engine/step_plan.hpp, with the
+    // checks), its pass on the device, its logits back, then the lengths.
     const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
-        check_prefill(model_->config, room(), slot, tokens);
-        const int T = int(tokens.size()), start = cache_.seq_len[slot];
-        const int n_kept = keep == Keep::all ? T : 1;
-        gpu::ensure_run_state(st_, dm_, T, n_kept, cache_.max_seq, T, start);
-        rows_token_.assign(tokens.begin(), tokens.end());
-        rows_slot_.assign(T, slot);
-        rows_pos_.resize(T);
-        for (int i = 0; i < T; i++) rows_pos_[i] = start + i;
-        stage_rows(T);
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::prefill;
-        a.rows = T;
-        a.slot = slot;
-        a.start = start;
-        a.first_kept = keep == Keep::all ? 0 : T - 1;
-        a.n_kept = n_kept;
-        gpu::forward(dm_, cache_, st_, *blas_, a);
-        const float* logits = fetch_logits(n_kept);
-        cache_.seq_len[slot] = start + T;
+        plan_prefill(plan_, model_->config, room(), slot, tokens, keep);
+        enqueue_plan();
+        const float* logits = fetch_logits(staged_.args.n_kept);
+        commit(plan_, cache_.seq_len);
         return logits;
     }
 
     const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
-        const int rows = enqueue_decode(slots, tokens);
-        const float* logits = fetch_logits(rows);
-        for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
+        plan_decode(plan_, model_->config, room(), slots, tokens);
+        enqueue_plan();
+        const float* logits = fetch_logits(staged_.args.n_kept);
+        commit(plan_, cache_.seq_len);
         return logits;
     }
 
     // The argmax of each row on the device: one int per row comes back.
     void decode_greedy(std::span<const int> slots, std::span<const int> tokens, std::span<int> next) override {
         PD_GPU_REQUIRE(next.size() == tokens.size());
-        const int rows = enqueue_decode(slots, tokens);
+        plan_decode(plan_, model_->config, room(), slots, tokens);
+        enqueue_plan();
+        const int rows = plan_.rows;
         d_next_.ensure(std::size_t(rows));
         h_next_.resize(std::size_t(rows));
         gpu::argmax(d_next_.data(), st_.logits.data(), rows, model_->config.vocab_size, stream_);
@@ -181,22 +145,16 @@ public:
                                 cudaMemcpyDeviceToHost, stream_));
         PD_CUDA(cudaStreamSynchronize(stream_));
         std::copy(h_next_.begin(), h_next_.end(), next.begin());
-        for (int r = 0; r < rows; r++) cache_.seq_len[slots[r]] += 1;
+        commit(plan_, cache_.seq_len);
     }
 
     int cache_len(int slot) const override { return cache_.seq_len.at(slot); }
     int batch() const override { return cache_.batch; }
     int max_seq() const override { return cache_.max_seq; }
-    void reset(int slot) override {
-        check_slot(slot, cache_.batch);
-        cache_.seq_len[slot] = 0;
-    }
-    // The rows past `len` stay on the device unread; the host's lengths say where
-    // the next pass writes (the same rule as the CPU's kv_truncate).
-    void truncate(int slot, int len) override {
-        check_truncate(cache_.seq_len, slot, len);
-        cache_.seq_len[slot] = len;
-    }
+    // The rows past a length stay on the device unread: the host's lengths
+    // say where the next pass writes.
+    void reset(int slot) override { reset_length(cache_.seq_len, slot); }
+    void truncate(int slot, int len) override { truncate_length(cache_.seq_len, slot, len); }
 
     double time_ms(const std::function<void()>& work) override {
         // The GPU stamps each event when the stream reaches it. Everything
@@ -246,61 +204,36 @@ public:
         if (on_layer)
             fail("a layer hook reads K/V in host memory, and this paged engine keeps them on the GPU "
                  "(disaggregated serving, lab 09, runs on the CPU)");
-        check_batch(model_->config, pool, items);
-        gpu::lay_out_paged_rows(paged_, pool, items, cache_.max_blocks());
-        const int rows = int(paged_.token.size());
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::decode;
-        a.rows = rows;
-        a.n_kept = std::max(paged_.n_logits, 1);  // none asked: the last row's, never read
-        a.first_kept = rows - a.n_kept;
-        gpu::ensure_run_state(st_, dm_, rows, a.n_kept, cache_.max_seq);
-        rows_token_.assign(paged_.token.begin(), paged_.token.end());
-        rows_slot_.assign(paged_.slot.begin(), paged_.slot.end());
-        rows_pos_.assign(paged_.pos.begin(), paged_.pos.end());
-        stage_rows(rows);
-        gpu::set_block_tables(cache_, paged_.tables, int(items.size()), stream_);
-        gpu::forward(dm_, cache_, st_, *blas_, a);
-        const float* logits = fetch_logits(a.n_kept);
-        for (const BatchItem& it : items) it.table->len += int(it.tokens.size());
+        plan_batch(plan_, model_->config, pool, items);
+        enqueue_plan();
+        const float* logits = fetch_logits(staged_.args.n_kept);
+        commit(plan_);
         return logits;
     }
 
 private:
-    struct Graph {
-        cudaGraphExec_t exec = nullptr;
-        int generation = 0;
-    };
-
     CacheRoom room() const { return {cache_.seq_len, cache_.max_seq}; }
 
-    // Checks a decode step, stages its rows and enqueues its forward pass
-    // (the captured graph, or every kernel); returns its rows. The logits
-    // land in st_.logits; the caller fetches what it needs and then advances
-    // the sequences' lengths.
-    int enqueue_decode(std::span<const int> slots, std::span<const int> tokens) {
-        check_decode(model_->config, room(), slots, tokens);
-        const int rows = int(tokens.size());
-        rows_token_.assign(tokens.begin(), tokens.end());
-        rows_slot_.assign(slots.begin(), slots.end());
-        rows_pos_.resize(rows);
-        for (int r = 0; r < rows; r++) rows_pos_[r] = cache_.seq_len[slots[r]];
-        gpu::ensure_run_state(st_, dm_, rows, rows, cache_.max_seq);  // no-op after the first steps
-        stage_rows(rows);
-        gpu::ForwardArgs a;
-        a.phase = gpu::Phase::decode;
-        a.rows = rows;
-        a.first_kept = 0;
-        a.n_kept = rows;
-        if (use_graphs_) run_graph(a);
+    // Stages plan_ (gpu/plan_staging.hpp: its rows as they are, a batch
+    // step's block tables) and enqueues its forward pass: a decode step's
+    // captured graph, or every kernel. The logits land in st_.logits; the
+    // caller fetches what it needs and then commits the plan.
+    void enqueue_plan() {
+        gpu::stage_plan(staged_, plan_, cache_.max_blocks());
+        const gpu::ForwardArgs& a = staged_.args;
+        const bool prefill = a.phase == gpu::Phase::prefill;
+        gpu::ensure_run_state(st_, dm_, a.rows, a.n_kept, cache_.max_seq, prefill ? a.rows : 0,
+                              prefill ? a.start : 0);  // no-op after the first decode steps
+        stage_rows();
+        if (plan_.kind == StepKind::batch)
+            gpu::set_block_tables(cache_, staged_.tables, int(plan_.tables.size()), stream_);
+        if (plan_.kind == StepKind::decode && use_graphs_) run_graph(a);
         else gpu::forward(dm_, cache_, st_, *blas_, a);
-        return rows;
     }
 
     // Everything that is not a DeviceBuffer / DeviceArena (those free themselves).
     void release() noexcept {
         if (stream_) cudaStreamSynchronize(stream_);
-        for (auto& [rows, g] : graphs_) cudaGraphExecDestroy(g.exec);
         graphs_.clear();
         blas_.reset();
         if (h_logits_) cudaFreeHost(h_logits_);
@@ -313,124 +246,13 @@ private:
         stream_ = nullptr;
     }
 
-    // int8 matrices count twice: as stored (q and scales) and as the bf16 copy cuBLAS reads (see upload).
-    std::size_t weight_bytes_on_device() const {
-        const Weights& w = model_->w;
-        const std::size_t bf16_copy = is_int8(w.precision) ? sizeof(bf16) : 0;
-        auto lin = [&](const Matrix& m) {
-            return matrix_bytes(m.in, m.out, w.precision) + std::size_t(m.in) * m.out * bf16_copy +
-                   m.bias.size() * sizeof(float);
-        };
-        std::size_t n = (w.tok_emb.size() + w.pos_emb.size() + w.norm_f_w.size() + w.norm_f_b.size()) *
-                        sizeof(float);
-        for (const LayerWeights& L : w.layers)
-            n += lin(L.qkv) + lin(L.attn_out) + lin(L.mlp_in) + lin(L.mlp_out) +
-                 (L.norm1_w.size() + L.norm1_b.size() + L.norm2_w.size() + L.norm2_b.size()) * sizeof(float);
-        if (!head_shares_embedding()) n += lin(w.head);
-        return n;
-    }
-
-    // The engine's peak on the device, counted before anything is allocated:
-    // the weights, the KV cache (kv bytes, described by kv_shape) and rotary
-    // tables, the run state at its largest (run_state bytes) and the cuBLAS
-    // workspace.
-    void check_memory(std::size_t kv, const std::string& kv_shape, std::size_t run_state, int S) const {
-        const Config& c = model_->config;
-        std::size_t free_b = 0, total_b = 0;
-        PD_CUDA(cudaMemGetInfo(&free_b, &total_b));
-        const double weights = double(weight_bytes_on_device());
-        const std::size_t rope = c.traits().positions == Positions::rotary ? std::size_t(S) * c.head_dim * sizeof(float) : 0;
-        const double cache = double(kv + rope);
-        const double work = double(run_state + gpu::kBlasWorkspaceBytes);
-        const double need = weights + cache + work;
-        if (need > double(free_b))
-            fail("the model needs about {:.2f} GiB on the GPU (weights {:.2f} GiB, KV cache {:.2f} GiB "
-                 "for {}, activations, attention scratch and cuBLAS workspace "
-                 "{:.2f} GiB) but {} has {:.2f} GiB free: try --precision bf16, a smaller --batch, fewer "
-                 "KV blocks or a shorter context",
-                 need / kGiB, weights / kGiB, cache / kGiB, kv_shape, work / kGiB, prop_.name,
-                 double(free_b) / kGiB);
-    }
-
-    // Bytes of the contiguous cache's run state after a prefill of S tokens
-    // (activations for S rows and its score scratch) and a decode of `batch`
-    // rows (one row of logits per sequence): the largest ensure_run_state
-    // makes it with Keep::last. A prefill keeping every position's logits
-    // (Keep::all) needs (S, vocab) floats more, allocated when it comes.
-    std::size_t peak_run_state_bytes(int batch, int S) const {
-        const std::size_t scratch =
-            std::max(gpu::attention_scratch_floats(dm_.shape, dm_.flash_prefill, S, S, S, 0),
-                     gpu::attention_scratch_floats(dm_.shape, dm_.flash_prefill, batch, S));
-        return gpu::run_state_bytes(dm_.shape, dm_.bf16, std::max(S, batch), batch, scratch);
-    }
-
-    // The paged cache's: a step of S rows (a whole context's chunk), each a
-    // query of the decode kernel, and logits for `sequences` rows (one per
-    // live sequence, each of which holds a block).
-    std::size_t peak_paged_run_state_bytes(int sequences, int S) const {
-        return gpu::run_state_bytes(dm_.shape, dm_.bf16, S, sequences,
-                                    gpu::attention_scratch_floats(dm_.shape, dm_.flash_prefill, S, S));
-    }
-
-    // f32 weights with a tied head: the head is the embedding, keep one copy.
-    bool head_shares_embedding() const {
-        const Weights& w = model_->w;
-        return w.head.w.empty() && w.precision == Precision::f32 && w.head.bias.empty();
-    }
-
-    // The kernels take the loaded row-major (out, in) matrix as it is: f32
-    // models upload it, bf16 models round it here as the CPU's packing does
-    // (f32_to_bf16), int8 models quantize it (upload_int8).
-    gpu::DeviceLinear upload(const Matrix& m, const std::vector<float>& rows) {
-        gpu::DeviceLinear d;
-        d.in = m.in;
-        d.out = m.out;
-        const Precision p = model_->w.precision;
-        d.bf16 = p != Precision::f32;
-        PD_GPU_REQUIRE(rows.size() == std::size_t(m.in) * m.out);
-        if (is_int8(p)) upload_int8(d, rows, group_size(p));
-        else if (d.bf16) d.w = arena_.upload(rounded_to_bf16(rows));
-        else d.w = arena_.upload(rows);
-        if (!m.bias.empty()) {
-            PD_GPU_REQUIRE(m.bias.size() == std::size_t(m.out));
-            d.bias = arena_.upload(m.bias);
-        }
-        return d;
-    }
-
-    // int8: quantized with the CPU's own quantize_rows, so the device holds
-    // the very int8 values and scales of the CPU's panels, uploaded as they
-    // are for the GEMV (decode: M <= kGemvMaxRows). Prefill multiplies many
-    // rows at once with cuBLAS, which takes no per-group scales: it reads the
-    // same weights dequantized to bf16, made here once, as the CPU's oneDNN
-    // copy of an int8 Linear is. That costs device memory (3 bytes and the
-    // scales per weight, against bf16's 2) but no time: dequantizing per
-    // product would write and re-read 2 bytes per weight in every prefill
-    // product, into a scratch as large as the largest matrix (the 1B model's
-    // head: 525 MB). Decode reads only the int8 bytes either way.
-    void upload_int8(gpu::DeviceLinear& d, const std::vector<float>& rows, int group) {
-        const QuantizedMatrix qm = quantize_rows(rows.data(), d.out, d.in, group);
-        d.q = arena_.upload(qm.q);
-        d.scales = arena_.upload(qm.scales);
-        d.group = group;
-        d.w = arena_.upload(rounded_to_bf16(dequantize_rows(qm)));
-    }
-
-    static std::vector<bf16> rounded_to_bf16(const std::vector<float>& v) {
-        std::vector<bf16> r(v.size());
-        to_bf16(v.data(), r.data(), v.size());
-        return r;
-    }
-
-    const float* upload_opt(const std::vector<float>& v) { return v.empty() ? nullptr : arena_.upload(v); }
-
     // Which kernels this engine runs, decided before anything is sized or
     // uploaded: bf16 activations (bf16 and int8 products take them), the
     // flash prefill, and the cache's precision, which is bf16 only where
     // every kernel reading the cache takes bf16 (a paged engine never runs the
     // prefill attention: its prompts go through the decode kernel).
     void choose_paths(bool paged) {
-        dm_.shape = device_shape(model_->config);
+        dm_.shape = gpu::device_shape(model_->config);
         dm_.bf16 = model_->precision != Precision::f32;
         // The flash kernel's tiles must fit the card's shared memory per block:
         // head_dim 128 takes 110 KiB, over the 99 KiB of an RTX 30xx/40xx or
@@ -452,55 +274,13 @@ private:
                  dm_.shape.head_dim, prop_.name, prop_.sharedMemPerBlockOptin / 1024);
     }
 
-    void upload_model() {
-        const Weights& w = model_->w;
-        const gpu::DeviceShape& s = dm_.shape;
-        dm_.tok_emb = arena_.upload(w.tok_emb);
-        dm_.pos_emb = upload_opt(w.pos_emb);
-        if (!s.rotary) PD_GPU_REQUIRE(dm_.pos_emb != nullptr);
-        dm_.layers.reserve(w.layers.size());
-        for (const LayerWeights& L : w.layers) {
-            gpu::DeviceLayer d;
-            d.norm1_w = upload_opt(L.norm1_w);
-            d.norm1_b = upload_opt(L.norm1_b);
-            d.norm2_w = upload_opt(L.norm2_w);
-            d.norm2_b = upload_opt(L.norm2_b);
-            d.qkv = upload(L.qkv, L.qkv.w);
-            d.attn_out = upload(L.attn_out, L.attn_out.w);
-            d.mlp_in = upload(L.mlp_in, L.mlp_in.w);
-            d.mlp_out = upload(L.mlp_out, L.mlp_out.w);
-            // Every product of a model has the same precision: forward() relies on it.
-            for (const gpu::DeviceLinear* x : {&d.qkv, &d.attn_out, &d.mlp_in, &d.mlp_out})
-                PD_GPU_REQUIRE(x->bf16 == dm_.bf16);
-            dm_.layers.push_back(d);
-        }
-        dm_.norm_f_w = upload_opt(w.norm_f_w);
-        dm_.norm_f_b = upload_opt(w.norm_f_b);
-        if (head_shares_embedding()) {
-            dm_.head.in = w.head.in, dm_.head.out = w.head.out, dm_.head.bf16 = false;
-            dm_.head.w = dm_.tok_emb;
-        } else {
-            dm_.head = upload(w.head, head_rows(w));
-        }
-        PD_GPU_REQUIRE(dm_.head.bf16 == dm_.bf16);
-    }
-
-    // Rotary tables for the S positions the cache holds (rotary families), not the
-    // model's whole context: (S, head_dim/2) each.
-    void upload_rope(int S) {
-        const Config& c = model_->config;
-        if (c.traits().positions != Positions::rotary) return;
-        const std::size_t n = std::size_t(S) * (c.head_dim / 2);
-        std::vector<float> cos_table(n), sin_table(n);
-        rope_tables(cos_table.data(), sin_table.data(), S, c.head_dim, c.rope_theta, c.rope_scaling);
-        dm_.rope_cos = arena_.upload(cos_table);
-        dm_.rope_sin = arena_.upload(sin_table);
-    }
-
-    // Copies this pass's token / slot / pos rows to the device (before the
-    // forward pass, never inside a captured graph).
-    void stage_rows(int rows) {
-        const std::size_t bytes = sizeof(int) * std::size_t(rows);
+    // Copies the staged token / slot / pos rows to the device through pinned
+    // host copies (before the forward pass, never inside a captured graph).
+    void stage_rows() {
+        rows_token_.assign(staged_.token.begin(), staged_.token.end());
+        rows_slot_.assign(staged_.slot.begin(), staged_.slot.end());
+        rows_pos_.assign(staged_.pos.begin(), staged_.pos.end());
+        const std::size_t bytes = sizeof(int) * std::size_t(staged_.args.rows);
         PD_CUDA(cudaMemcpyAsync(st_.token.data(), rows_token_.data(), bytes, cudaMemcpyHostToDevice, stream_));
         PD_CUDA(cudaMemcpyAsync(st_.slot.data(), rows_slot_.data(), bytes, cudaMemcpyHostToDevice, stream_));
         PD_CUDA(cudaMemcpyAsync(st_.pos.data(), rows_pos_.data(), bytes, cudaMemcpyHostToDevice, stream_));
@@ -523,51 +303,15 @@ private:
         return h_logits_;
     }
 
-    // One decode step as a CUDA graph: captured the first time a batch size
-    // is seen (or after the run state moved), replayed after that. One launch
-    // instead of ~9 per layer: at batch 1 the host would otherwise spend
-    // longer launching kernels than the GPU spends running them.
+    // A decode step's captured graph (decode_graphs.hpp); when capture
+    // fails, every kernel now and from then on.
     void run_graph(const gpu::ForwardArgs& a) {
-        auto it = graphs_.find(a.rows);
-        if (it != graphs_.end() && it->second.generation != st_.generation) {
-            cudaGraphExecDestroy(it->second.exec);
-            graphs_.erase(it);
-            it = graphs_.end();
-        }
-        if (it == graphs_.end()) {
-            Graph g;
-            g.generation = st_.generation;
-            try {
-                g.exec = capture(a);
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "pdlab: CUDA graph capture failed (%s); launching kernels one by one\n",
-                             e.what());
-                use_graphs_ = false;
-                gpu::forward(dm_, cache_, st_, *blas_, a);
-                return;
-            }
-            it = graphs_.emplace(a.rows, g).first;
-        }
-        PD_CUDA(cudaGraphLaunch(it->second.exec, stream_));
-    }
-
-    cudaGraphExec_t capture(const gpu::ForwardArgs& a) {
-        PD_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-        cudaGraph_t graph = nullptr;
-        try {
-            gpu::forward(dm_, cache_, st_, *blas_, a);
-        } catch (...) {
-            cudaStreamEndCapture(stream_, &graph);
-            if (graph) cudaGraphDestroy(graph);
-            cudaGetLastError();
-            throw;
-        }
-        PD_CUDA(cudaStreamEndCapture(stream_, &graph));
-        cudaGraphExec_t exec = nullptr;
-        cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-        cudaGraphDestroy(graph);
-        PD_CUDA(e);
-        return exec;
+        std::string why;
+        if (graphs_.launch(a.rows, st_.generation, stream_, [&] { gpu::forward(dm_, cache_, st_, *blas_, a); }, &why))
+            return;
+        std::fprintf(stderr, "pdlab: CUDA graph capture failed (%s); launching kernels one by one\n", why.c_str());
+        use_graphs_ = false;
+        gpu::forward(dm_, cache_, st_, *blas_, a);
     }
 
     std::shared_ptr<const Model> model_;
@@ -586,21 +330,16 @@ private:
     gpu::pinned_vector<int> rows_token_, rows_slot_, rows_pos_;
     gpu::DeviceBuffer<int> d_next_;                        // decode_greedy's argmax per row
     gpu::pinned_vector<int> h_next_;                       // ... and its host copy
-    gpu::PagedRows paged_;                                 // paged: this step's rows and block tables
+    StepPlan plan_;                                        // this step's rows (the host layer's)
+    gpu::StagedStep staged_;                               // ... as the device takes them
     float* h_logits_ = nullptr;                            // pinned host memory for the logits
     std::size_t h_logits_cap_ = 0;
-    std::map<int, Graph> graphs_;                          // decode step graph per batch size
+    gpu::DecodeGraphs graphs_;                             // decode step graph per batch size
     bool use_graphs_ = true;
     gpu::KVPrecision kv_precision_ = gpu::KVPrecision::f32;  // settings_.kv
 };
 
 }  // namespace
-
-bool cuda_device_present(std::string* why_not) {
-    const Presence& p = presence();
-    if (!p.present && why_not) *why_not = p.why_not;
-    return p.present;
-}
 
 std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Model> model,
                                                       const PagedKVCache& pool, const CudaSettings& cuda) {
@@ -610,22 +349,6 @@ std::unique_ptr<PagedForward> make_cuda_paged_forward(std::shared_ptr<const Mode
 }
 
 std::size_t cuda_kv_elem_bytes(const CudaSettings& cuda) { return gpu::kv_elem_bytes(device_kv(cuda.kv)); }
-
-std::string cuda_device_summary() {
-    if (!cuda_device_present()) return {};
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        cudaGetLastError();
-        return "CUDA GPU 0";
-    }
-    int runtime = 0, driver = 0;
-    cudaRuntimeGetVersion(&runtime);
-    cudaDriverGetVersion(&driver);
-    return fmt::format("{} ({} SMs, {:.1f} GiB, compute capability {}.{}, CUDA runtime {}, driver {})",
-                       prop.name, prop.multiProcessorCount, double(prop.totalGlobalMem) / kGiB,
-                       prop.major, prop.minor, gpu::cuda_version_text(runtime),
-                       gpu::cuda_version_text(driver));
-}
 
 std::unique_ptr<Engine> make_cuda_engine(std::shared_ptr<const Model> model, const EngineOptions& opts) {
     return std::make_unique<CudaEngine>(std::move(model), opts);

@@ -83,7 +83,10 @@ void attention_paged(float* out, const float* q, const PagedKVCache& c, int laye
     const int kQB = prefill_block_queries(), slices = (G + kMaxDecodeGroup - 1) / kMaxDecodeGroup;
     // Items of a decode span: (KV head, slice of its query heads), as attention_decode.
     // Of a prefill span: (query block, head), later blocks first, as attention_prefill.
-    auto items_of = [&](const PagedSpan& s) { return s.n == 1 ? c.n_kv_heads * slices : (s.n + kQB - 1) / kQB * n_heads; };
+    auto decode_span = [](const PagedSpan& s) { return s.n == 1 && !s.chunk; };
+    auto items_of = [&](const PagedSpan& s) {
+        return decode_span(s) ? c.n_kv_heads * slices : (s.n + kQB - 1) / kQB * n_heads;
+    };
     int total = 0;
     for (const PagedSpan& s : spans) total += items_of(s);
     parallel_items(total, Schedule::dynamic, [&](int it) {
@@ -92,7 +95,7 @@ void attention_paged(float* out, const float* q, const PagedKVCache& c, int laye
         const PagedSpan& s = spans[i];
         float* o = out + std::size_t(s.row0) * stride;
         const float* qs = q + std::size_t(s.row0) * stride;
-        if (s.n == 1) {
+        if (decode_span(s)) {
             const int kv_h = it / slices, sl = it % slices;
             const int h0 = kv_h * G + sl * kMaxDecodeGroup, g = std::min(kMaxDecodeGroup, G - sl * kMaxDecodeGroup);
             attention_decode_group(o + h0 * D, qs + h0 * D, key_tiles(c, layer, *s.table, kv_h),

@@ -38,14 +38,17 @@ void attention_decode(float* out, const float* q, const KVCache& c, int layer, c
 
 // A run of one sequence's rows in a mixed batch: rows row0 .. row0+n-1 of q
 // and out are its positions start .. start+n-1, whose K/V are already written
-// through `table`. Each row sees positions 0 .. its own (causal).
+// through `table`. Each row sees positions 0 .. its own (causal). chunk: a
+// run of a longer chunk's rows (a step plan may split a chunk in two runs,
+// step_plan.hpp), which keeps the prefill kernel even when one row long.
 struct PagedSpan {
     const BlockTable* table = nullptr;
     int row0 = 0, start = 0, n = 0;
+    bool chunk = false;
 };
 
 // Attention of a mixed batch through the block tables, one pass for all
-// spans: a one-row span is a decode step (the query heads of a KV head served
+// spans: a one-row span (not of a chunk) is a decode step (the query heads of a KV head served
 // together, as attention_decode), a longer one a prefill chunk attending to
 // its cached prefix and causally within itself (as attention_prefill).
 // q, out: (rows, n_heads * head_dim).

@@ -6,7 +6,7 @@
 
 #include "common.hpp"
 #include "engine/host_memory.hpp"
-#include "engine/request.hpp"
+#include "engine/step_plan.hpp"
 
 namespace pd {
 
@@ -34,22 +34,9 @@ void kv_write(KVCache& c, int layer, int b, int pos, const float* k_new, const f
     }
 }
 
-void kv_reset(KVCache& c, int b) {
-    check_slot(b, c.batch);
-    c.seq_len[b] = 0;
-}
+void kv_reset(KVCache& c, int b) { reset_length(c.seq_len, b); }
 
-void check_truncate(std::span<const int> seq_len, int b, int len) {
-    check_slot(b, int(seq_len.size()));
-    if (len < 0 || len > seq_len[b])
-        fail("cannot truncate sequence {} to {} positions: it holds {}, and truncation only "
-             "shortens (give a length from 0 to {})", b, len, seq_len[b], seq_len[b]);
-}
-
-void kv_truncate(KVCache& c, int b, int len) {
-    check_truncate(c.seq_len, b, len);
-    c.seq_len[b] = len;
-}
+void kv_truncate(KVCache& c, int b, int len) { truncate_length(c.seq_len, b, len); }
 
 std::string kv_shape_str(const KVCache& c, int b) {
     return fmt::format("[1, {}, {}, {}]", c.n_kv_heads, c.seq_len[b], c.head_dim);

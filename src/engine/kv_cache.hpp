@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstddef>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -56,7 +55,9 @@ inline const float* kv_value(const KVCache& c, int layer, int b, int h, int pos)
 // Writes the new token's K and V, each (n_kv_heads * head_dim), at `pos` of sequence b.
 void kv_write(KVCache& c, int layer, int b, int pos, const float* k_new, const float* v_new);
 
-// Forgets sequence b (its slot can take a new request); UserError if there is no slot b.
+// Forgets sequence b (its slot can take a new request); UserError if there is
+// no slot b. This and kv_truncate change seq_len through the host layer's
+// reset_length and truncate_length (step_plan.hpp), as the CUDA engine does.
 void kv_reset(KVCache& c, int b);
 
 // Rolls sequence b back to its first `len` positions, as if the tokens after
@@ -65,10 +66,6 @@ void kv_reset(KVCache& c, int b);
 // next token is written at `len`. UserError if there is no slot b or `len` is
 // outside [0, seq_len[b]] (a cache cannot grow by truncation).
 void kv_truncate(KVCache& c, int b, int len);
-
-// The checks kv_truncate makes, for a cache kept elsewhere (the CUDA engine's
-// DeviceKVCache keeps its lengths on the host too): seq_len is (batch).
-void check_truncate(std::span<const int> seq_len, int b, int len);
 
 // "[1, 8, 5, 64]": the usable K (or V) shape of sequence b in one layer.
 std::string kv_shape_str(const KVCache& c, int b);

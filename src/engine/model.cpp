@@ -41,12 +41,8 @@ static void size_run_state(RunState& st, const Config& c, int rows) {
     st.proj.resize(R * c.dim);
     st.mlp_h.resize(R * c.mlp_in_rows());
     st.mlp_act.resize(R * c.hidden_dim);
-    st.token.resize(R);
-    st.slot.resize(R);
-    st.pos.resize(R);
-    st.keep_rows.reserve(R);
-    st.spans.reserve(R);
     st.kept.reserve(R * c.dim);
+    reserve_plan(st.plan, rows);
 }
 
 RunState make_run_state(const Config& c, int capacity) {
@@ -88,54 +84,51 @@ PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_block
 
 namespace {
 
-enum class Phase { prefill, decode };
-
 CacheRoom room(const KVCache& cache) { return {cache.seq_len, cache.max_seq}; }
 
-// What forward() asks of a cache for the rows of one pass: the rotary
-// tables, where each row's K and V go, and attention over what is cached.
-// One forward serves both caches through these two adapters.
+// What forward() asks of a cache for the rows of a plan: the rotary tables,
+// where each row's K and V go, and attention over what is cached. One
+// forward serves both caches through these two adapters.
 
-// The contiguous cache: one prefill of st.slot[0], or one decode row per sequence.
+// The contiguous cache: one prefill of plan.slot[0], or one decode row per sequence.
 struct ContiguousPass {
     KVCache& cache;
-    const RunState& st;
-    int rows;
-    Phase phase;
+    const StepPlan& plan;
 
     const float* rope_cos() const { return cache.rope_cos.data(); }
     const float* rope_sin() const { return cache.rope_sin.data(); }
     void write(int layer, int r, const float* k, const float* v) {
-        kv_write(cache, layer, st.slot[r], st.pos[r], k, v);
+        kv_write(cache, layer, plan.slot[r], plan.pos[r], k, v);
     }
     // Prefill: T queries of one sequence, query i sees positions 0..start+i.
     // Decode : one query per sequence, each sees its whole cache.
     // (Both only the last `window` positions of those under a sliding window.)
     void attend(float* out, const float* q, int layer, int n_heads, int window) {
-        if (phase == Phase::prefill)
-            attention_prefill(out, q, cache, layer, st.slot[0], st.pos[0], rows, n_heads, window);
+        if (plan.kind == StepKind::prefill)
+            attention_prefill(out, q, cache, layer, plan.slot[0], plan.pos[0], plan.rows, n_heads, window);
         else
-            attention_decode(out, q, cache, layer, st.slot.data(), st.pos.data(), rows, n_heads, window);
+            attention_decode(out, q, cache, layer, plan.slot.data(), plan.pos.data(), plan.rows, n_heads, window);
     }
     void layer_written(int) {}
     bool hooked() const { return false; }
 };
 
-// The paged cache: a mixed batch, rows grouped in spans (st.slot[r] names the span of row r).
+// The paged cache: a mixed batch, rows in runs (plan.spans); row r writes
+// through the table of its item, plan.slot[r].
 struct PagedPass {
     PagedKVCache& cache;
-    const RunState& st;
+    const StepPlan& plan;
     const LayerHook& on_layer;
 
     const float* rope_cos() const { return cache.rope_cos.data(); }
     const float* rope_sin() const { return cache.rope_sin.data(); }
     void write(int layer, int r, const float* k, const float* v) {
-        paged_write(cache, layer, *st.spans[st.slot[r]].table, st.pos[r], k, v);
+        paged_write(cache, layer, *plan.tables[plan.slot[r]], plan.pos[r], k, v);
     }
-    // Each span: its rows see the sequence's cached prefix and, causally, each
-    // other (within the sliding window when there is one).
+    // Each run: its rows see the sequence's cached prefix and, causally, the
+    // rows of its step (within the sliding window when there is one).
     void attend(float* out, const float* q, int layer, int n_heads, int window) {
-        attention_paged(out, q, cache, layer, st.spans, n_heads, window);
+        attention_paged(out, q, cache, layer, plan.spans, n_heads, window);
     }
     void layer_written(int layer) {
         if (on_layer) on_layer(layer);
@@ -168,9 +161,9 @@ TimelineLaps layer_laps() {
     return TimelineLaps(tl, tl && tl->detail() == TimelineDetail::layers && team_thread() == 0);
 }
 
-// The layers, for the rows described by st.token / st.slot / st.pos, with the
-// cache reached through `cache` (ContiguousPass or PagedPass): logits into
-// st.logits for st.keep_rows. With a timeline recording layers, each step
+// The layers, for the rows of `plan` (token, slot, pos), with the cache
+// reached through `cache` (ContiguousPass or PagedPass): logits into
+// st.logits for the plan's kept rows. With a timeline recording layers, each step
 // below is a span when it ends (`laps.mark`), and each layer a span around its
 // steps: its products, its attention and the rest.
 //
@@ -179,20 +172,20 @@ TimelineLaps layer_laps() {
 // inside an op: a step that is not split (one row's embedding, say) runs on
 // one thread while the others wait.
 template <class Pass>
-void forward_steps(const Model& m, const CpuWeights& packed, Pass& cache, RunState& st, int rows) {
+void forward_steps(const Model& m, const CpuWeights& packed, Pass& cache, RunState& st, const StepPlan& plan) {
     const Config& c = m.config;
     const Weights& w = m.w;
     const int D = c.dim, Q = c.q_dim(), KV = c.kv_dim(), F = c.hidden_dim;
     const int qkv_stride = Q + 2 * KV;
     const bool rotary = c.traits().positions == Positions::rotary;
-    const int kept = int(st.keep_rows.size());
+    const int rows = plan.rows, kept = plan.n_kept;
     float* x = st.x.data();
     TimelineLaps laps = layer_laps();
 
     // 1. Embed: x = token embedding (+ learned position embedding for GPT-2).
     parallel_items(rows, Schedule::fixed, [&](int r) {
-        std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(st.token[r]) * D, sizeof(float) * D);
-        if (!rotary) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(st.pos[r]) * D, D);
+        std::memcpy(x + std::size_t(r) * D, w.tok_emb.data() + std::size_t(plan.token[r]) * D, sizeof(float) * D);
+        if (!rotary) add_inplace(x + std::size_t(r) * D, w.pos_emb.data() + std::size_t(plan.pos[r]) * D, D);
     });
     laps.mark("embed", kOther);
 
@@ -212,9 +205,9 @@ void forward_steps(const Model& m, const CpuWeights& packed, Pass& cache, RunSta
 
         // 4. Rotary positions on q and k (Llama); GPT-2 added positions in step 1.
         if (rotary) {
-            rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, st.pos.data(),
+            rope(st.qkv.data(), rows, qkv_stride, c.n_heads, c.head_dim, plan.pos.data(),
                  cache.rope_cos(), cache.rope_sin());
-            rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, st.pos.data(),
+            rope(st.qkv.data() + Q, rows, qkv_stride, c.n_kv_heads, c.head_dim, plan.pos.data(),
                  cache.rope_cos(), cache.rope_sin());
         }
 
@@ -257,9 +250,11 @@ void forward_steps(const Model& m, const CpuWeights& packed, Pass& cache, RunSta
         laps.enclose(layer_start, {"layer", l}, "layer");
     }
 
-    // 9. Final norm and output head, only for the rows whose logits are wanted.
+    // 9. Final norm and output head, only for the rows whose logits are wanted
+    //    (one run of rows: first_kept ..).
     parallel_items(kept, Schedule::fixed, [&](int i) {
-        norm(c, st.kept.data() + std::size_t(i) * D, x + std::size_t(st.keep_rows[i]) * D, w.norm_f_w, w.norm_f_b, 1);
+        const float* row = x + std::size_t(plan.first_kept + i) * D;
+        norm(c, st.kept.data() + std::size_t(i) * D, row, w.norm_f_w, w.norm_f_b, 1);
     });
     linear_forward(packed.head, st.kept.data(), kept, st.logits.data());
     laps.mark("logits", kProduct);
@@ -270,108 +265,64 @@ void forward_steps(const Model& m, const CpuWeights& packed, Pass& cache, RunSta
 // each of its ~60 products and attentions; not one with a layer hook, whose
 // code (an MPI send) may throw, which a team's threads cannot pass on.
 template <class Pass>
-const float* forward(const Model& m, Pass& cache, RunState& st, int rows) {
+const float* forward(const Model& m, Pass& cache, RunState& st, const StepPlan& plan) {
     std::lock_guard lock(forward_mutex);
     const CpuWeights& packed = cpu_weights(m);  // the same matrices, in the CPU kernels' layouts
-    const std::size_t kept = st.keep_rows.size();
+    const std::size_t kept = std::size_t(plan.n_kept);
     st.kept.resize(kept * m.config.dim);
     st.logits.resize(kept * m.config.vocab_size);
-    const bool team = rows <= kSmallM && !cache.hooked() && team_possible();
-    with_team(team, [&] { forward_steps(m, packed, cache, st, rows); });
+    const bool team = plan.rows <= kSmallM && !cache.hooked() && team_possible();
+    with_team(team, [&] { forward_steps(m, packed, cache, st, plan); });
     return st.logits.data();
 }
 
 }  // namespace
 
+// Each phase: its plan (step_plan.hpp, with the request's checks), the run
+// state grown to it where the phase may grow, one forward pass, then the
+// lengths the pass wrote.
+
 const float* prefill(const Model& m, KVCache& cache, RunState& st, int slot,
                      std::span<const int> tokens, Keep keep) {
     TimelineScope span("prefill", "phase");
-    const Config& c = m.config;
-    check_prefill(c, room(cache), slot, tokens);
-    const int T = int(tokens.size()), start = cache.seq_len[slot];
-    span.arg("tokens", T);
-    span.arg("from position", start);
-    if (T > st.capacity) size_run_state(st, c, T);  // grows once per longer prompt, never in decode
-    for (int i = 0; i < T; i++) st.token[i] = tokens[i], st.slot[i] = slot, st.pos[i] = start + i;
-    st.keep_rows.clear();
-    if (keep == Keep::all)
-        for (int i = 0; i < T; i++) st.keep_rows.push_back(i);
-    else
-        st.keep_rows.push_back(T - 1);
-    ContiguousPass pass{cache, st, T, Phase::prefill};
-    const float* logits = forward(m, pass, st, T);
-    cache.seq_len[slot] = start + T;
+    StepPlan& plan = st.plan;
+    plan_prefill(plan, m.config, room(cache), slot, tokens, keep);
+    span.arg("tokens", plan.rows);
+    span.arg("from position", plan.pos[0]);
+    if (plan.rows > st.capacity)
+        size_run_state(st, m.config, plan.rows);  // grows once per longer prompt, never in decode
+    ContiguousPass pass{cache, plan};
+    const float* logits = forward(m, pass, st, plan);
+    commit(plan, cache.seq_len);
     return logits;
 }
 
 const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<const int> slots,
                     std::span<const int> tokens) {
     TimelineScope span("decode", "phase");
-    const Config& c = m.config;
-    check_decode(c, room(cache), slots, tokens);
-    const int rows = int(tokens.size());
-    span.arg("rows", rows);
-    span.arg("row 0 position", cache.seq_len[slots[0]]);
-    if (rows > st.capacity) fail("decode batch of {} exceeds the run state's capacity of {}", rows, st.capacity);
-    st.keep_rows.clear();
-    for (int r = 0; r < rows; r++) {
-        st.token[r] = tokens[r], st.slot[r] = slots[r], st.pos[r] = cache.seq_len[slots[r]];
-        st.keep_rows.push_back(r);
-    }
-    ContiguousPass pass{cache, st, rows, Phase::decode};
-    const float* logits = forward(m, pass, st, rows);
-    for (int r = 0; r < rows; r++) cache.seq_len[slots[r]] += 1;
+    StepPlan& plan = st.plan;
+    plan_decode(plan, m.config, room(cache), slots, tokens);
+    span.arg("rows", plan.rows);
+    span.arg("row 0 position", plan.pos[0]);
+    if (plan.rows > st.capacity)
+        fail("decode batch of {} exceeds the run state's capacity of {}", plan.rows, st.capacity);
+    ContiguousPass pass{cache, plan};
+    const float* logits = forward(m, pass, st, plan);
+    commit(plan, cache.seq_len);
     return logits;
-}
-
-// The mixed batch's rows: item i's tokens at positions table->len .., its
-// span of rows in st.spans[i], its last logit_rows rows kept.
-static int lay_out_batch(const Config& c, const PagedKVCache& cache, RunState& st, std::span<const BatchItem> items) {
-    int rows = 0;
-    for (const BatchItem& it : items) rows += int(it.tokens.size());
-    if (rows > st.capacity) size_run_state(st, c, rows);  // grows once per larger step
-    st.spans.clear();
-    st.keep_rows.clear();
-    int r = 0;
-    for (std::size_t i = 0; i < items.size(); i++) {
-        const BlockTable& t = *items[i].table;
-        const int n = int(items[i].tokens.size());
-        if (blocks_for(cache, t.len + n) > int(t.blocks.size()))
-            fail("internal error: {} positions written to a sequence with room reserved for {}", t.len + n,
-                 int(t.blocks.size()) * cache.block_size);
-        st.spans.push_back({&t, r, t.len, n});
-        for (int j = 0; j < n; j++, r++) st.token[r] = items[i].tokens[j], st.slot[r] = int(i), st.pos[r] = t.len + j;
-        for (int j = r - items[i].logit_rows; j < r; j++) st.keep_rows.push_back(j);
-    }
-    return rows;
-}
-
-// A sequence named twice would have its rows write the same positions.
-void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items) {
-    for (auto it = items.begin(); it != items.end(); ++it) {
-        if (it->tokens.empty()) fail("a batch item with no tokens: each brings a chunk or one decode token");
-        if (it->logit_rows < 0 || it->logit_rows > int(it->tokens.size()))
-            fail("internal error: {} logit rows asked of a batch item of {} tokens", it->logit_rows,
-                 it->tokens.size());
-        check_tokens(c, it->tokens);
-        if (it->table->len + int(it->tokens.size()) > cache.max_seq)
-            fail("{} tokens after {} cached ones exceed the context length of {}", it->tokens.size(), it->table->len,
-                 cache.max_seq);
-        for (auto prev = items.begin(); prev != it; ++prev)
-            if (prev->table == it->table) fail("one sequence appears twice in a batch: give it one item per step");
-    }
 }
 
 const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items,
                           const LayerHook& on_layer) {
     TimelineScope span("batch step", "phase");
-    check_batch(m.config, cache, items);
-    const int rows = lay_out_batch(m.config, cache, st, items);
+    StepPlan& plan = st.plan;
+    plan_batch(plan, m.config, cache, items);
     span.arg("sequences", double(items.size()));
-    span.arg("rows", rows);
-    PagedPass pass{cache, st, on_layer};
-    const float* logits = forward(m, pass, st, rows);
-    for (const BatchItem& it : items) it.table->len += int(it.tokens.size());
+    span.arg("rows", plan.rows);
+    if (plan.rows > st.capacity) size_run_state(st, m.config, plan.rows);  // grows once per larger step
+    PagedPass pass{cache, plan, on_layer};
+    const float* logits = forward(m, pass, st, plan);
+    commit(plan);
     return logits;
 }
 

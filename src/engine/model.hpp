@@ -9,7 +9,9 @@
 //                     weight from memory for one row of work (memory-bound).
 //
 // Both run the same layers (forward() in model.cpp); they differ in how many
-// rows go through and in which attention kernel reads the cache.
+// rows go through and in which attention kernel reads the cache. Each phase
+// first builds its step plan (step_plan.hpp: the rows, the kept rows, the
+// lengths, with the request's checks), runs it, then commits its lengths.
 //
 //   forward_batch(items) : serving (track 2). Several sequences in ONE pass over
 //                     the paged cache: some bring a prefill chunk, others one
@@ -27,6 +29,7 @@
 #include "engine/attention.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/paged_kv_cache.hpp"
+#include "engine/step_plan.hpp"
 #include "engine/weights.hpp"
 #include "engine/weights_cpu.hpp"
 
@@ -77,11 +80,7 @@ struct RunState {
     std::vector<float> mlp_act;  // (rows, hidden) after activation
     std::vector<float> kept;     // (kept rows, dim) final-normed rows whose logits we want
     std::vector<float> logits;   // (kept rows, vocab)
-    std::vector<int> token;      // (rows) token id of each row
-    std::vector<int> slot;       // (rows) cache slot (sequence) of each row; forward_batch: its item
-    std::vector<int> pos;        // (rows) position of each row in its sequence
-    std::vector<int> keep_rows;  // (kept rows) which rows get logits
-    std::vector<PagedSpan> spans;  // (items) forward_batch: each sequence's run of rows
+    StepPlan plan;               // the pass's rows (step_plan.hpp), its buffers reused step to step
 };
 
 RunState make_run_state(const Config& c, int capacity);
@@ -90,10 +89,6 @@ RunState make_run_state(const Config& c, int capacity);
 // the model's context: the context), with the rotary tables for those
 // positions. Size it to the request: a model's context can be 128k positions.
 KVCache make_kv_cache(const Model& m, int batch, int max_seq = 0);
-
-// Which logits prefill returns: the last prompt position's (the one that picks
-// the first output token) or every position's (for `pdlab logits`, tests).
-enum class Keep { last, all };
 
 // Appends `tokens` to sequence `slot`, positions continuing from its cache
 // length (so a prompt can come in chunks, after a cached prefix).
@@ -115,25 +110,14 @@ const float* decode(const Model& m, KVCache& cache, RunState& st, std::span<cons
 PagedKVCache make_paged_kv_cache(const Model& m, int block_size, int total_blocks,
                                  const BlockPoolFactory& make_pool = {}, bool on_host = true);
 
-// One sequence's share of a mixed batch.
-struct BatchItem {
-    BlockTable* table = nullptr;   // its blocks: room for table->len + n positions already reserved
-    std::span<const int> tokens;   // (n >= 1): a prefill chunk, or one decode token, from position table->len
-    int logit_rows = 1;            // its last logit_rows rows get logits (0..n; n: a speculative verify)
-};
-
 // Called with l once layer l's K/V of every row are in the cache, before
 // layer l+1 starts (lab 09 sends a prefill's KV layer by layer from here).
 using LayerHook = std::function<void(int layer)>;
 
-// Refuses what forward_batch cannot run (UserError): no tokens, ids outside
-// the vocabulary, a sequence past the context or named twice, logit rows
-// outside 0..n.
-void check_batch(const Config& c, const PagedKVCache& cache, std::span<const BatchItem> items);
-
-// One forward pass over every item (each sequence at most once): writes their
-// K/V through their block tables and advances table->len. Returns the logit
-// rows the items ask for, item by item in order: (sum of logit_rows, vocab).
+// One forward pass over every item (BatchItem, step_plan.hpp; each sequence
+// at most once): writes their K/V through their block tables and advances
+// table->len. Returns the logit rows the items ask for, item by item in
+// order: (sum of logit_rows, vocab). UserError: see plan_batch.
 const float* forward_batch(const Model& m, PagedKVCache& cache, RunState& st, std::span<const BatchItem> items,
                           const LayerHook& on_layer = {});
 

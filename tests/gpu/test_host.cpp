@@ -1,8 +1,8 @@
 // gpu.host: the CPU-side parts of the GPU track, which run everywhere (with or
 // without the CUDA backend, with or without a GPU): the arithmetic check.sh
 // judges the two targets with, the query chunking of prefill attention, the
-// flash kernel's shared memory, the decode kernel's head grouping, the host
-// layout of a paged step, the attention scratch and KV bytes the memory check
+// flash kernel's shared memory, the decode kernel's head grouping, the
+// staging of a step plan against the CPU's rows, the attention scratch and KV bytes the memory check
 // counts, and the device seam's answer when no GPU can be used.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -23,7 +23,7 @@
 #include "cuda_presence.hpp"
 #include "matmul.cuh"
 #include "model.cuh"
-#include "paged_rows.hpp"
+#include "plan_staging.hpp"
 #endif
 
 using namespace pd;
@@ -185,31 +185,62 @@ TEST_CASE("gpu.host.decode_heads_per_block") {
     CHECK(gpu::decode_heads_per_block(11, 1) == 1);
 }
 
-// The host layout of a paged step on the GPU: rows in item order, except the
-// last logit_rows rows of each item, which go to the end in item order; slots name the item (its row of the table); tables padded with 0.
-TEST_CASE("gpu.host.paged_rows_layout") {
-    PagedKVCache pool = make_paged_kv_cache(1, 1, 4, /*block_size=*/4, /*total_blocks=*/16, /*max_seq=*/16);
-    BlockTable a{{7, 2}, 3}, b{{5}, 0}, c{{1, 9, 4}, 9};
-    const std::vector<int> ta = {11, 12}, tb = {20, 21, 22}, tc = {30};
-    const std::vector<BatchItem> items = {{&a, ta, true}, {&b, tb, false}, {&c, tc, true}};
-    gpu::PagedRows r;
-    gpu::lay_out_paged_rows(r, pool, items, /*max_blocks=*/4);
-    CHECK(r.token == std::vector<int>{11, 20, 21, 22, 12, 30});
-    CHECK(r.slot == std::vector<int>{0, 1, 1, 1, 0, 2});
-    CHECK(r.pos == std::vector<int>{3, 0, 1, 2, 4, 9});
-    CHECK(r.n_logits == 2);
-    CHECK(r.tables == std::vector<int>{7, 2, 0, 0, 5, 0, 0, 0, 1, 9, 4, 0});
-    // A speculative verify item keeps every row's logits: all of a's rows go to the end.
-    const std::vector<BatchItem> verify = {{&a, ta, 2}, {&b, tb, 0}, {&c, tc, 1}};
-    gpu::lay_out_paged_rows(r, pool, verify, /*max_blocks=*/4);
-    CHECK(r.token == std::vector<int>{20, 21, 22, 11, 12, 30});
-    CHECK(r.slot == std::vector<int>{1, 1, 1, 0, 0, 2});
-    CHECK(r.pos == std::vector<int>{0, 1, 2, 3, 4, 9});
-    CHECK(r.n_logits == 3);
-    // A sequence without room for its tokens is the engine's error, said as such.
-    BlockTable short_table{{3}, 3};
-    const std::vector<BatchItem> over = {{&short_table, ta, true}};
-    CHECK_THROWS_WITH_AS(gpu::lay_out_paged_rows(r, pool, over, 4), doctest::Contains("internal error"),
+// The GPU's staging of a step plan against the rows the CPU ran: each CPU
+// pass leaves its plan in the run state; staged for the GPU, the same plan
+// must give the device the same rows in the same order, the same kept run
+// (the rows whose logits come back), the prefill's slot and start, and a
+// batch step's block tables padded to the device's rows.
+TEST_CASE("gpu.host.plan_staging_runs_the_cpu_rows") {
+    auto lm = load_model("synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=2,vocab=97,ctx=32", Precision::f32,
+                         false);
+    const Model& m = *lm.model;
+    auto same_rows = [](const gpu::StagedStep& s, const StepPlan& cpu) {
+        CHECK(s.args.rows == cpu.rows);
+        CHECK(std::vector<int>(s.token.begin(), s.token.end()) == cpu.token);
+        CHECK(std::vector<int>(s.slot.begin(), s.slot.end()) == cpu.slot);
+        CHECK(std::vector<int>(s.pos.begin(), s.pos.end()) == cpu.pos);
+    };
+    gpu::StagedStep s;
+    KVCache kc = make_kv_cache(m, 2, 32);
+    RunState ks = make_run_state(m.config, 2);
+    const std::vector<int> prompt = {5, 6, 7}, slots = {1, 0}, next = {8, 9};
+    prefill(m, kc, ks, 1, prompt);
+    gpu::stage_plan(s, ks.plan, /*max_blocks=*/1);
+    same_rows(s, ks.plan);
+    CHECK(s.args.phase == gpu::Phase::prefill);
+    CHECK((s.args.slot == 1 && s.args.start == 0 && s.args.first_kept == 2 && s.args.n_kept == 1));
+    prefill(m, kc, ks, 0, prompt, Keep::all);
+    gpu::stage_plan(s, ks.plan, 1);
+    same_rows(s, ks.plan);
+    CHECK((s.args.first_kept == 0 && s.args.n_kept == 3));
+    decode(m, kc, ks, slots, next);
+    gpu::stage_plan(s, ks.plan, 1);
+    same_rows(s, ks.plan);
+    CHECK(std::vector<int>(s.pos.begin(), s.pos.end()) == std::vector<int>{3, 3});
+    CHECK((s.args.phase == gpu::Phase::decode && s.args.first_kept == 0 && s.args.n_kept == 2));
+
+    // A mixed batch: a keeps its last row, b none, c its one decode row;
+    // the kept rows are the last two, a's then c's.
+    PagedKVCache pool = make_paged_kv_cache(m, /*block_size=*/4, /*total_blocks=*/16);
+    RunState ps = make_run_state(m.config, 2);
+    BlockTable a{{7, 2}, 0}, b{{5}, 0}, c{{1, 9, 4}, 0};
+    const std::vector<int> ta = {11, 12, 13, 14}, tb = {20, 21, 22}, tc = {30};
+    const std::span<const int> first2(ta.data(), 2), first1(tb.data(), 1);
+    forward_batch(m, pool, ps, std::vector<BatchItem>{{&a, ta, 0}, {&b, tb, 0}, {&c, tc, 0}});
+    forward_batch(m, pool, ps, std::vector<BatchItem>{{&a, first2, 1}, {&b, first1, 0}, {&c, tc, 1}});
+    gpu::stage_plan(s, ps.plan, /*max_blocks=*/4);
+    same_rows(s, ps.plan);
+    CHECK(ps.plan.token == std::vector<int>{11, 20, 12, 30});
+    CHECK(ps.plan.slot == std::vector<int>{0, 1, 0, 2});
+    CHECK(ps.plan.pos == std::vector<int>{4, 3, 5, 1});
+    CHECK((s.args.phase == gpu::Phase::decode && s.args.first_kept == 2 && s.args.n_kept == 2));
+    CHECK(s.tables == std::vector<int>{7, 2, 0, 0, 5, 0, 0, 0, 1, 9, 4, 0});
+    // No logits wanted: the device still computes one row's (the last), never read.
+    forward_batch(m, pool, ps, std::vector<BatchItem>{{&c, tc, 0}});
+    gpu::stage_plan(s, ps.plan, 4);
+    CHECK((s.args.first_kept == 0 && s.args.n_kept == 1));
+    // A table longer than the device's rows is the engine's error, said as such.
+    CHECK_THROWS_WITH_AS(gpu::stage_plan(s, ps.plan, /*max_blocks=*/0), doctest::Contains("internal error"),
                          std::exception);
 }
 #endif

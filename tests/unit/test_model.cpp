@@ -10,6 +10,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "engine/generate.hpp"
+#include "engine/step_plan.hpp"
 #include "engine/team.hpp"
 #include "load/model_source.hpp"
 #include "reference.hpp"
@@ -240,6 +241,41 @@ TEST_CASE("engine.model.decode_refuses_a_slot_named_twice") {
     CHECK(engine->cache_len(1) == 3);
 }
 
+TEST_CASE("engine.step_plan.prefill_and_decode_rows") {
+    // The host layer's contiguous steps: a prefill's positions continue its
+    // slot's length, its kept run is the last row or every row; a decode
+    // step has a row per slot at its length, every row kept; commit advances
+    // the slots the step wrote and no other.
+    auto lm = load_model(kModels[1], Precision::f32, false);
+    const Config& c = lm.model->config;
+    std::vector<int> len = {5, 0, 9};
+    const std::vector<int> prompt = {4, 5, 6}, slots = {2, 0}, next = {7, 8};
+    StepPlan p;
+    plan_prefill(p, c, {len, 16}, 1, prompt, Keep::last);
+    CHECK(p.kind == StepKind::prefill);
+    CHECK((p.token == prompt && p.slot == std::vector<int>{1, 1, 1} && p.pos == std::vector<int>{0, 1, 2}));
+    CHECK((p.first_kept == 2 && p.n_kept == 1));
+    commit(p, len);
+    CHECK(len == std::vector<int>{5, 3, 9});
+    plan_prefill(p, c, {len, 16}, 0, prompt, Keep::all);
+    CHECK((p.pos == std::vector<int>{5, 6, 7} && p.first_kept == 0 && p.n_kept == 3));
+    plan_decode(p, c, {len, 16}, slots, next);
+    CHECK((p.kind == StepKind::decode && p.token == next && p.slot == slots && p.pos == std::vector<int>{9, 5}));
+    CHECK((p.first_kept == 0 && p.n_kept == 2));
+    commit(p, len);
+    CHECK(len == std::vector<int>{6, 3, 10});
+    CHECK_THROWS_WITH_AS(commit(p), doctest::Contains("internal error"), std::exception);
+    CHECK_THROWS_WITH_AS(plan_prefill(p, c, {len, 16}, 2, std::vector<int>(7, 1), Keep::last),
+                         doctest::Contains("context length of 16"), UserError);
+    // Reset and truncate: the lengths' one owner, on either device.
+    truncate_length(len, 2, 4);
+    CHECK(len[2] == 4);
+    CHECK_THROWS_WITH_AS(truncate_length(len, 2, 5), doctest::Contains("it holds 4"), UserError);
+    reset_length(len, 0);
+    CHECK(len == std::vector<int>{0, 3, 4});
+    CHECK_THROWS_WITH_AS(reset_length(len, 3), doctest::Contains("outside the cache's batch of 3"), UserError);
+}
+
 TEST_CASE("engine.kv_cache.reset_checks_the_slot") {
     auto lm = load_model(kModels[0], Precision::f32, false);
     auto engine = make_engine(lm.model, {});
@@ -304,7 +340,9 @@ TEST_CASE("engine.model.decode_of_a_full_batch_keeps_its_buffers") {
     std::vector<int> slots(B), next(B, 3);
     for (int b = 0; b < B; b++) slots[b] = b, prefill(m, c, s, b, some_tokens(2, 97, b));
     const float* logits = s.logits.data();
+    const int* rows = s.plan.token.data();
     CHECK(decode(m, c, s, slots, next) == logits);
+    CHECK(s.plan.token.data() == rows);  // the step plan's rows too
 }
 
 TEST_CASE("engine.model.engines_sharing_a_model_run_on_several_threads") {

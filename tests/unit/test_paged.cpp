@@ -16,6 +16,7 @@
 #include "serve/paged_serving_engine.hpp"
 #include "serve/slot_serving_engine.hpp"
 #include "engine/paged_kv_cache.hpp"
+#include "engine/step_plan.hpp"
 
 using namespace pd;
 using namespace pd::test;
@@ -373,6 +374,46 @@ TEST_CASE("engine.paged.chunked_prefill_gives_the_logits_of_one_pass") {
         check_close(got.data(), all.data() + std::size_t(at - 1) * V, V, kTol, kTol,
                     fmt::format("the last row of the chunk ending at position {} against one pass over the prompt", at - 1));
     }
+}
+
+// The host layer's batch step (step_plan.hpp): each item's rows without
+// logits, item by item, then every kept row, item by item (one run at the
+// end, as the GPU takes them); a run of attention per part of an item, a
+// one-token item's a decode query; commit advances each table's length.
+TEST_CASE("engine.paged.batch_plan_rows") {
+    auto lm = load_model("synthetic:llama,dim=64,ffn=96,layers=2,heads=4,kv_heads=2,vocab=97,ctx=16", Precision::f32,
+                         false);
+    const Config& c = lm.model->config;
+    PagedKVCache pool = make_paged_kv_cache(*lm.model, /*block_size=*/4, /*total_blocks=*/16);
+    BlockTable a{{7, 2}, 3}, b{{5, 6}, 0}, d{{1, 9, 4}, 9};
+    const std::vector<int> ta = {11, 12}, tb = {20, 21, 22}, td = {30};
+    StepPlan p;
+    plan_batch(p, c, pool, std::vector<BatchItem>{{&a, ta, 1}, {&b, tb, 0}, {&d, td, 1}});
+    CHECK(p.kind == StepKind::batch);
+    CHECK(p.token == std::vector<int>{11, 20, 21, 22, 12, 30});
+    CHECK(p.slot == std::vector<int>{0, 1, 1, 1, 0, 2});
+    CHECK(p.pos == std::vector<int>{3, 0, 1, 2, 4, 9});
+    CHECK((p.first_kept == 4 && p.n_kept == 2));
+    auto span_is = [](const PagedSpan& s, const BlockTable* t, int row0, int start, int n, bool chunk) {
+        return s.table == t && s.row0 == row0 && s.start == start && s.n == n && s.chunk == chunk;
+    };
+    REQUIRE(p.spans.size() == 4);
+    CHECK(span_is(p.spans[0], &a, 0, 3, 1, true));   // a's first row: a prefill query of a's chunk
+    CHECK(span_is(p.spans[1], &b, 1, 0, 3, true));
+    CHECK(span_is(p.spans[2], &a, 4, 4, 1, true));
+    CHECK(span_is(p.spans[3], &d, 5, 9, 1, false));  // d's one token: a decode query
+    commit(p);
+    CHECK((a.len == 5 && b.len == 3 && d.len == 10));
+    std::vector<int> seq_len(3);
+    CHECK_THROWS_WITH_AS(commit(p, seq_len), doctest::Contains("internal error"), std::exception);
+    // A speculative verify item keeps every row: all of its rows go to the end.
+    plan_batch(p, c, pool, std::vector<BatchItem>{{&d, td, 0}, {&a, std::span(ta.data(), 1), 1}, {&b, tb, 3}});
+    CHECK(p.token == std::vector<int>{30, 11, 20, 21, 22});
+    CHECK((p.first_kept == 1 && p.n_kept == 4));
+    // A sequence without room for its tokens is the engine's error, said as such.
+    BlockTable short_table{{3}, 3};
+    CHECK_THROWS_WITH_AS(plan_batch(p, c, pool, std::vector<BatchItem>{{&short_table, ta, 1}}),
+                         doctest::Contains("internal error"), std::exception);
 }
 
 TEST_CASE("engine.paged.forward_refuses_bad_batches") {
