@@ -13,8 +13,12 @@ The layers, bottom up (a file may include its own layer and those below):
   pdlab     src/pdlab/, gpu/dev/    the command line and the GPU tools
 
 Every file under src/ and gpu/ must belong to a layer: a new folder fails
-until it is added to LAYERS here. Usage: check_layers.py [KIT_ROOT]; exit 1
-naming each back arrow (file:line, what it includes, both layers).
+until it is added to LAYERS here. Also, no file of labs/ but
+labs/common/command_line.cpp includes CLI11: parsing it costs several CPU-seconds
+in every file that does, and the lab programs declare their options through
+labs/common/command_line.hpp instead. Usage: check_layers.py [KIT_ROOT]; exit 1
+naming each back arrow (file:line, what it includes, both layers) and each
+CLI11 include in labs/.
 """
 import re
 import sys
@@ -36,6 +40,8 @@ LAYERS = [
 ORDER = ["common", "base", "io", "engine", "load", "measure", "serve", "pdlab"]
 SOURCES = (".hpp", ".cpp", ".h", ".cuh", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+CLI11_INCLUDE = re.compile(r'^\s*#\s*include\s+<CLI/')
+CLI11_IN_LABS = "labs/common/command_line.cpp"  # the one lab file that includes CLI11
 
 
 def layer_of(path, root):
@@ -58,6 +64,18 @@ def resolve(name, including, root):
     return None  # a library header ("hwy/...") or a generated one (source_root.hpp)
 
 
+def cli11_in_labs(root):
+    """file:line of each CLI11 include under labs/ but in CLI11_IN_LABS."""
+    found = []
+    for path in sorted(p for p in (root / "labs").rglob("*") if p.suffix in SOURCES):
+        rel = path.relative_to(root).as_posix()
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if rel != CLI11_IN_LABS and CLI11_INCLUDE.match(line):
+                found.append(f"{rel}:{number}: includes CLI11; declare the options through "
+                             "labs/common/command_line.hpp")
+    return found
+
+
 def main():
     root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent).resolve()
     problems = []
@@ -76,13 +94,15 @@ def main():
             theirs = layer_of(target, root)
             if theirs and ORDER.index(theirs) > ORDER.index(mine):
                 problems.append(f"{rel}:{number}: {mine} includes {m.group(1)}, of the higher layer {theirs}")
+    problems += cli11_in_labs(root)
     for p in problems:
         print(p)
     if problems:
         print(f"{len(problems)} problem(s); the layers, bottom up: {', '.join(ORDER)}. Move the code down "
               "to the lowest layer that needs it, or the caller up.")
         return 1
-    print(f"{len(files)} files, no include from a lower layer to a higher one ({' < '.join(ORDER)})")
+    print(f"{len(files)} files, no include from a lower layer to a higher one ({' < '.join(ORDER)}); "
+          f"CLI11 in labs/ only in {CLI11_IN_LABS}")
     return 0
 
 

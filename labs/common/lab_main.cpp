@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "startup_load.hpp"
@@ -13,13 +14,8 @@ NotImplemented::NotImplemented(std::string f, std::string fn, std::string h)
     : std::logic_error(fn + " is not implemented yet"), file(std::move(f)), function(std::move(fn)),
       hint(std::move(h)) {}
 
-int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        int rc = app.exit(e);
-        return rc == 0 ? 0 : 2;
-    }
+int run_lab(CommandLine& cl, int argc, char** argv, const std::function<int()>& body) {
+    if (const std::optional<int> rc = cl.parse(argc, argv)) return *rc;
     // The handout-commands test checks every command a handout shows; for the
     // long ones it stops here, once the arguments have parsed.
     if (const char* only = std::getenv("PDLAB_ARGS_ONLY"); only && std::string_view(only) == "1") {

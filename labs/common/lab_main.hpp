@@ -7,19 +7,18 @@
 
 #include <functional>
 
-#include <CLI/CLI.hpp>
-
 #include "cli_common.hpp"
+#include "command_line.hpp"  // what run_lab parses: the lab's options
 #include "results.hpp"  // write_lab_json, the --json file every lab writes
 
 namespace pd::lab {
 
-// Parses argv with `app`, then runs `body`, mapping errors to exit codes.
+// Parses argv with `cl`, then runs `body`, mapping errors to exit codes.
 // With PDLAB_ARGS_ONLY=1 in the environment it stops after the parse (exit 0):
 // tests/tools/handout_commands.py checks the long commands of the handouts so.
 // Every lab program prints timings: when other work or a hypervisor took CPU
 // time meanwhile, a one-line warning follows them (cli::warn_if_timings_unreliable).
-int run_lab(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+int run_lab(CommandLine& cl, int argc, char** argv, const std::function<int()>& body);
 
 // The one way every lab program ends: prints "All checks passed." or which
 // went wrong, and returns the exit code (0 when `all_ok`, else 1).

@@ -157,10 +157,13 @@ def mk_missing_folder(d):
     return os.path.join(d, "nowhere")
 
 
-def mk_no_config(d):
-    good_llama(d)
-    os.remove(os.path.join(d, "config.json"))
-    return d
+def without(name, **kw):
+    """A good Llama checkpoint (kw: good_llama's) with its file `name` removed."""
+    def f(d):
+        good_llama(d, **kw)
+        os.remove(os.path.join(d, name))
+        return d
+    return f
 
 
 def mk_config_not_json(d):
@@ -201,12 +204,6 @@ def qwen2_tensor_edit(name, edit):
 
 def mk_bad_kv_heads(d):
     return edit_config(good_llama(d), num_key_value_heads=3)
-
-
-def mk_no_safetensors(d):
-    good_llama(d)
-    os.remove(os.path.join(d, "model.safetensors"))
-    return d
 
 
 def mk_truncated_data(d):
@@ -300,12 +297,6 @@ def mk_missing_tensor_gpt2(d):
     cfg, t = mc.gen_weights("gpt2", 1, **GPT2)
     t = [(n, x) for n, x in mc.gpt2_names(cfg, t, "prefixed") if n != "transformer.h.1.attn.c_proj.bias"]
     mc.write_checkpoint(d, cfg, t, "F16")
-    return d
-
-
-def mk_missing_shard(d):
-    good_llama(d, shards=2)
-    os.remove(os.path.join(d, "model-00002-of-00002.safetensors"))
     return d
 
 
@@ -441,11 +432,11 @@ CTX, VOCAB = LLAMA["ctx"], LLAMA["vocab"]
 # name, maker, command, extra args, keyword regex
 CASES = [
     ("missing_folder", mk_missing_folder, "info", [], r"not found|no such|does not exist|missing|cannot open"),
-    ("no_config", mk_no_config, "info", [], r"config\.json"),
+    ("no_config", without("config.json"), "info", [], r"config\.json"),
     ("config_not_json", mk_config_not_json, "info", [], r"(?<!config\.)json|parse|syntax"),
     ("config_bad_model_type", mk_bad_model_type, "info", [], r"model_type"),
     ("config_bad_kv_heads", mk_bad_kv_heads, "info", [], r"head"),
-    ("no_safetensors", mk_no_safetensors, "info", [], r"safetensors"),
+    ("no_safetensors", without("model.safetensors"), "info", [], r"safetensors"),
     ("truncated_data", mk_truncated_data, "info", [], r"truncat|past the end|beyond|exceeds|too short|out of bounds"),
     ("header_len_past_end", mk_header_len_past_end, "info", [], r"header|truncat|past the end|beyond|exceeds"),
     ("header_bad_json", mk_header_bad_json, "info", [], r"header|json"),
@@ -460,7 +451,8 @@ CASES = [
     ("shape_mismatch", mk_shape_mismatch, "info", [], r"shape"),
     ("missing_tensor_llama", mk_missing_tensor_llama, "info", [], r"missing|not found|no tensor|has no"),
     ("missing_tensor_gpt2", mk_missing_tensor_gpt2, "info", [], r"missing|not found|no tensor|has no"),
-    ("missing_shard", mk_missing_shard, "info", [], r"not found|no such|missing|cannot open"),
+    ("missing_shard", without("model-00002-of-00002.safetensors", shards=2), "info", [],
+     r"not found|no such|missing|cannot open"),
     ("prompt_too_long", good_llama, "logits", ["--prompt-ids", ",".join(["7"] * (CTX + 1))], r"context"),
     ("prompt_too_long_gen", good_llama, "generate", ["--prompt-ids", ",".join(["7"] * (CTX + 1))], r"context"),
     ("token_out_of_range", good_llama, "logits", ["--prompt-ids", "1,2,%d,4" % VOCAB], r"out of range|vocab"),

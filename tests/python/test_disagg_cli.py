@@ -79,13 +79,19 @@ def judge(name, rc, err, took, keyword, code, max_lines):
     return not problems
 
 
-def main():
+def program_or_skip():
+    """The --program argument; exits 77 (meson's skip) where mpirun is not installed."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--program", required=True)
     a = ap.parse_args()
     if not shutil.which("mpirun"):
         print("SKIP: no mpirun (apt-get install openmpi-bin)")
         sys.exit(77)
+    return a.program
+
+
+def main():
+    program = program_or_skip()
     tmp = tempfile.mkdtemp()
     bad_trace = os.path.join(tmp, "bad.jsonl")
     with open(bad_trace, "w") as f:
@@ -102,7 +108,7 @@ def main():
     ]
     failed = 0
     for name, ranks, args, keyword, code in cases:
-        rc, err, took = run(a.program, ranks, SMALL + out + args, timeout=120)
+        rc, err, took = run(program, ranks, SMALL + out + args, timeout=120)
         failed += not judge(name, rc, err, took, keyword, code, max_lines=2 if code is not None else None)
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(cases) - failed} passed, {failed} failed")

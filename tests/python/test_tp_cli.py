@@ -18,22 +18,15 @@ root where CI is root, shared memory only); Open MPI's own framed notices are
 left out of stderr before it is judged.
 Prints PASS/FAIL per case; exit 0 only if none failed.
 """
-import argparse
-import shutil
 import sys
 
-from test_disagg_cli import judge, run
+from test_disagg_cli import judge, program_or_skip, run
 
 GPT2 = "synthetic:gpt2,dim=64,ffn=128,layers=2,heads=2,vocab=128,ctx=256"
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--program", required=True)
-    a = ap.parse_args()
-    if not shutil.which("mpirun"):
-        print("SKIP: no mpirun (apt-get install openmpi-bin)")
-        sys.exit(77)
+    program = program_or_skip()
     cases = [
         ("gqa_caps_ranks", 4, ["--ranks", "4"], "KV heads"),
         ("ranks_mismatch", 2, ["--ranks", "4"], "mpirun started 2"),
@@ -43,7 +36,7 @@ def main():
     ]
     failed = 0
     for name, ranks, args, keyword in cases:
-        rc, err, took = run(a.program, ranks, ["--threads", "1"] + args, timeout=120)
+        rc, err, took = run(program, ranks, ["--threads", "1"] + args, timeout=120)
         failed += not judge(name, rc, err, took, keyword, 2, max_lines=1)  # rank 0 alone speaks
     print(f"{len(cases) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

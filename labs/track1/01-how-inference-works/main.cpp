@@ -168,7 +168,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app{
+    lab::CommandLine cl{
         "Lab 01: how inference works.\n"
         "Follows one prompt through the model: text -> token ids -> embedding rows -> the layers\n"
         "(every intermediate shape of one layer, and the causal attention pattern) -> logits\n"
@@ -177,15 +177,15 @@ int main(int argc, char** argv) {
         "and sample_top_k() from exercise.cpp; test them with\n"
         "  meson test -C build --suite track1-01",
         "01-how-inference-works"};
-    cli::add_common(&app, o.common);
-    app.add_option("--prompt,-p", o.prompt, "the text to run through the model")->capture_default_str();
-    app.add_option("--steps,-n", o.steps, "tokens to generate in section 6 (1 from prefill, the rest from decode steps)")
-        ->capture_default_str();
-    app.add_option("--temperature", o.temperature,
-                   "sampling temperature T > 0: logits are divided by T, so T < 1 sharpens and T > 1 flattens")
-        ->capture_default_str();
-    app.add_option("--top-k", o.top_k, "sample among the k most likely tokens only")->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the sampler: the same seed draws the same tokens")->capture_default_str();
-    app.add_option("--show", o.show, "positions of the attention pattern to print")->capture_default_str();
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.common);
+    cl.option("--prompt,-p", o.prompt, "the text to run through the model").show_default();
+    cl.option("--steps,-n", o.steps, "tokens to generate in section 6 (1 from prefill, the rest from decode steps)")
+        .show_default();
+    cl.option("--temperature", o.temperature,
+              "sampling temperature T > 0: logits are divided by T, so T < 1 sharpens and T > 1 flattens")
+        .show_default();
+    cl.option("--top-k", o.top_k, "sample among the k most likely tokens only").show_default();
+    cl.option("--seed", o.seed, "seed of the sampler: the same seed draws the same tokens").show_default();
+    cl.option("--show", o.show, "positions of the attention pattern to print").show_default();
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

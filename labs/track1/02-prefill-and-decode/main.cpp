@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
     // often pick one token again and again; seed 6 gives three different ones
     // for the default prompt, so the trace shows which logits own which token.
     o.common.model = "synthetic:mha-h8-d64,seed=6";
-    CLI::App app{
+    lab::CommandLine cl{
         "Lab 02: prefill and decode.\n"
         "1. Traces a P-token prompt (P = 4 by default) and two greedy output tokens: what each pass\n"
         "   consumes, the cache length and K/V shape [B, H_kv, S, D] after it, and which position's\n"
@@ -213,15 +213,15 @@ int main(int argc, char** argv) {
         "Your harness (exercise.cpp) does the decoding, the recipe and the statistics; test it\n"
         "with  meson test -C build --suite track1-02",
         "02-prefill-and-decode"};
-    cli::add_common(&app, o.common);
-    app.add_option("--prompt,-p", o.prompt, "prompt text (default: the first --prompt-len tokens of a fixed sentence)");
-    app.add_option("--prompt-len,-P", o.prompt_len, "prompt length P when --prompt is not given")->capture_default_str();
-    app.add_option("--steps,-n", o.steps, "decode steps timed per run (output length = steps + 1)")->capture_default_str();
-    app.add_option("--warmup", o.warmup, "runs before measuring, thrown away (first-run costs: kernel setup, caches)")
-        ->capture_default_str();
-    app.add_option("--repeats,-r", o.repeats, "measured runs")->capture_default_str();
-    app.add_flag("!--no-compare", o.compare, "skip section 3 (generation without the cache)");
-    cli::add_timeline(&app, o.timeline,
-                      "Track \"engine\": every prefill and decode pass of every section (the layers inside).");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.common);
+    cl.option("--prompt,-p", o.prompt, "prompt text (default: the first --prompt-len tokens of a fixed sentence)");
+    cl.option("--prompt-len,-P", o.prompt_len, "prompt length P when --prompt is not given").show_default();
+    cl.option("--steps,-n", o.steps, "decode steps timed per run (output length = steps + 1)").show_default();
+    cl.option("--warmup", o.warmup, "runs before measuring, thrown away (first-run costs: kernel setup, caches)")
+        .show_default();
+    cl.option("--repeats,-r", o.repeats, "measured runs").show_default();
+    cl.flag("!--no-compare", o.compare, "skip section 3 (generation without the cache)");
+    cl.timeline(o.timeline,
+                "Track \"engine\": every prefill and decode pass of every section (the layers inside).");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

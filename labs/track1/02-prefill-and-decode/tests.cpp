@@ -10,6 +10,7 @@
 
 #include "check.hpp"
 #include "exercise.hpp"
+#include "forwarding_engine.hpp"  // SpyEngine watches the real engine through it
 #include "engine/generate.hpp"
 #include "load/model_source.hpp"
 
@@ -52,18 +53,15 @@ std::vector<int> greedy_reference(Engine& engine, const std::vector<int>& prompt
 // Forwards to a real engine and records what the caller did with it. Its
 // time_ms() returns made-up durations (1000, 1001, ...) so the test can tell
 // whether step_ms holds what the engine's timer measured.
-class SpyEngine final : public Engine {
+class SpyEngine final : public pd::lab::ForwardingEngine {
 public:
-    explicit SpyEngine(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
-    const Config& config() const override { return e_->config(); }
-    Device device() const override { return e_->device(); }
-    std::string hardware() const override { return e_->hardware(); }
+    using ForwardingEngine::ForwardingEngine;
     const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
         prefill_calls++;
         if (timers_open == 0) prefills_outside_timer++;
-        if (e_->cache_len(slot) != 0) prefills_onto_old_cache++;
+        if (cache_len(slot) != 0) prefills_onto_old_cache++;
         prefill_timer_index.push_back(int(returned.size()));  // the timer about to close wraps this prefill
-        return e_->prefill(slot, tokens, keep);
+        return ForwardingEngine::prefill(slot, tokens, keep);
     }
     const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
         decode_calls++;
@@ -72,13 +70,8 @@ public:
         rows.push_back(int(tokens.size()));
         if (!tokens.empty()) fed.push_back(tokens[0]);
         if (!slots.empty()) slots_seen.push_back(slots[0]);
-        return e_->decode(slots, tokens);
+        return ForwardingEngine::decode(slots, tokens);
     }
-    int cache_len(int slot) const override { return e_->cache_len(slot); }
-    int batch() const override { return e_->batch(); }
-    int max_seq() const override { return e_->max_seq(); }
-    void reset(int slot) override { e_->reset(slot); }
-    void truncate(int slot, int len) override { e_->truncate(slot, len); }
     double time_ms(const std::function<void()>& work) override {
         timers_open++;
         decodes_in_this_timer = 0;
@@ -89,16 +82,11 @@ public:
         returned.push_back(v);
         return v;
     }
-    std::string timing_method() const override { return e_->timing_method(); }
-    const Model& host_model() const override { return e_->host_model(); }
 
     int decode_calls = 0, decodes_outside_timer = 0, timers_open = 0, decodes_in_this_timer = 0;
     int prefill_calls = 0, prefills_outside_timer = 0, prefills_onto_old_cache = 0;
     std::vector<int> rows, fed, slots_seen, decodes_per_timer, prefill_timer_index;
     std::vector<double> returned;
-
-private:
-    std::unique_ptr<Engine> e_;
 };
 
 // Plain statistics, written out independently of the exercise and of pd::summarize.

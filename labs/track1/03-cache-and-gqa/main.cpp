@@ -159,7 +159,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app{
+    lab::CommandLine cl{
         "Lab 03: the KV cache and grouped-query attention.\n"
         "Shows which KV head serves each query head (MHA, GQA, MQA), what the cache costs per token\n"
         "and at --context, how it grows by one position per token in every layer, that single-head\n"
@@ -168,19 +168,18 @@ int main(int argc, char** argv) {
         "append_kv/commit_kv and attend_one_head (exercise.cpp); test them with\n"
         "  meson test -C build --suite track1-03",
         "03-cache-and-gqa"};
-    cli::add_common(&app, o.common);
-    app.add_option("--prompt,-p", o.prompt, "prompt text for the growth trace and the cache on/off comparison")
-        ->capture_default_str();
-    app.add_option("--steps,-n", o.steps, "decode steps (tokens generated) in sections 3 and 6")->capture_default_str();
-    app.add_option("--context", o.context, "sequence length S for the cache-bytes table")->capture_default_str();
-    app.add_option("--batch,-B", o.batch, "sequences B for the cache-bytes table")->capture_default_str();
-    app.add_option("--lengths", o.lengths,
-                   "cache lengths at which to time decode steps (comma-separated; clipped to the context)")
-        ->capture_default_str();
-    app.add_option("--reps", o.reps, "decode steps timed at each length")->capture_default_str();
-    app.add_option("--shape", o.shapes,
-                   "a model shape to compare in the bytes table (a synthetic spec; repeat the option for more; "
-                   "only the shape is used, no weights are made). Replaces the default list: "
-                   "synthetic:llama,dim=512,heads=8 with kv_heads=8, 2 and 1, and synthetic:llama-1b");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.common);
+    cl.option("--prompt,-p", o.prompt, "prompt text for the growth trace and the cache on/off comparison")
+        .show_default();
+    cl.option("--steps,-n", o.steps, "decode steps (tokens generated) in sections 3 and 6").show_default();
+    cl.option("--context", o.context, "sequence length S for the cache-bytes table").show_default();
+    cl.option("--batch,-B", o.batch, "sequences B for the cache-bytes table").show_default();
+    cl.option("--lengths", o.lengths,
+              "cache lengths at which to time decode steps (comma-separated; clipped to the context)").show_default();
+    cl.option("--reps", o.reps, "decode steps timed at each length").show_default();
+    cl.option("--shape", o.shapes,
+              "a model shape to compare in the bytes table (a synthetic spec; repeat the option for more; "
+              "only the shape is used, no weights are made). Replaces the default list: "
+              "synthetic:llama,dim=512,heads=8 with kv_heads=8, 2 and 1, and synthetic:llama-1b");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -181,7 +181,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 04: TTFT and TPOT. A queue of requests arrives at random times (Poisson, --rate per\n"
         "second) in front of ONE model that serves them one at a time, first come first served.\n"
         "Each request is tokenized, prefilled, sampled and decoded for real, its tokens streamed\n"
@@ -192,45 +192,37 @@ int main(int argc, char** argv) {
         "Example: 04-ttft-and-tpot --requests 64 --rate auto --load 0.95\n"
         "         04-ttft-and-tpot --model synthetic:bench-llama-125m --requests 16 --prompt-len 256",
         "04-ttft-and-tpot");
-    cli::add_common(&app, o.lab);
-    app.add_option("--requests,-N", o.requests, "how many requests arrive")->capture_default_str();
-    app.add_option("--rate", o.rate,
-                   "arrival rate in requests/s (Poisson: random gaps with this mean rate); auto = "
-                   "--load times what one server can finish; inf = all at once (a burst)")
-        ->capture_default_str();
-    app.add_option("--load", o.load,
-                   "for --rate auto: the fraction of the server's capacity that arrives (0.8 keeps it "
-                   "80% busy; near or above 1 the queue grows without bound)")
-        ->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the arrival times and the prompts")->capture_default_str();
-    app.add_option("--prompt-len,-P", o.prompt_len, "prompt tokens per request")->capture_default_str();
-    app.add_option("--output-len,-n", o.output_len, "output tokens per request")->capture_default_str();
-    app.add_option("--range-ratio", o.range_ratio,
-                   "vary lengths: each request's prompt and output length is drawn uniformly from "
-                   "[L(1-r), L(1+r)] (0: all the same)")
-        ->capture_default_str();
-    app.add_option("--temperature", o.sampler.temperature, "sampling temperature; 0 is greedy")
-        ->capture_default_str();
-    app.add_option("--top-k", o.sampler.top_k, "sample among the k most likely tokens (0: all)")
-        ->capture_default_str();
-    app.add_option("--top-p", o.sampler.top_p, "nucleus sampling threshold in (0, 1]")->capture_default_str();
-    app.add_flag("--stop-at-eos", o.stop_at_eos,
-                 "end an answer at the model's end-of-text token (default: always generate "
-                 "--output-len tokens, as serving benchmarks do, so every request does the same work)");
-    app.add_flag("--cold", o.cold,
-                 "skip the warm-up: the first request then pays one-time costs (kernel compilation, "
-                 "first touch of memory), which is why a freshly started server's first answer is slow");
-    app.add_flag("--no-rate-sweep", o.no_rate_sweep,
-                 "skip the table that replays the same services under other arrival rates");
-    app.add_option("--timeline", o.timeline, "show this request's tokens as streamed (-1: none)")
-        ->capture_default_str();
-    app.add_option("--rows", o.rows, "rows of the per-request table to print")->capture_default_str();
-    app.add_option("--slo-ttft", o.slo_ttft,
-                   "the objective's TTFT limit in ms for goodput (the requests/s served within it); auto = "
-                   "twice the mean service time measured; none = no TTFT limit")
-        ->capture_default_str();
-    app.add_option("--slo-tpot", o.slo_tpot, "the objective's TPOT limit in ms, or none")->capture_default_str();
-    app.add_option("--slo-e2el", o.slo_e2el, "the objective's end-to-end limit in ms, or none")
-        ->capture_default_str();
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--requests,-N", o.requests, "how many requests arrive").show_default();
+    cl.option("--rate", o.rate,
+              "arrival rate in requests/s (Poisson: random gaps with this mean rate); auto = "
+              "--load times what one server can finish; inf = all at once (a burst)").show_default();
+    cl.option("--load", o.load,
+              "for --rate auto: the fraction of the server's capacity that arrives (0.8 keeps it "
+              "80% busy; near or above 1 the queue grows without bound)").show_default();
+    cl.option("--seed", o.seed, "seed of the arrival times and the prompts").show_default();
+    cl.option("--prompt-len,-P", o.prompt_len, "prompt tokens per request").show_default();
+    cl.option("--output-len,-n", o.output_len, "output tokens per request").show_default();
+    cl.option("--range-ratio", o.range_ratio,
+              "vary lengths: each request's prompt and output length is drawn uniformly from "
+              "[L(1-r), L(1+r)] (0: all the same)").show_default();
+    cl.option("--temperature", o.sampler.temperature, "sampling temperature; 0 is greedy").show_default();
+    cl.option("--top-k", o.sampler.top_k, "sample among the k most likely tokens (0: all)").show_default();
+    cl.option("--top-p", o.sampler.top_p, "nucleus sampling threshold in (0, 1]").show_default();
+    cl.flag("--stop-at-eos", o.stop_at_eos,
+            "end an answer at the model's end-of-text token (default: always generate "
+            "--output-len tokens, as serving benchmarks do, so every request does the same work)");
+    cl.flag("--cold", o.cold,
+            "skip the warm-up: the first request then pays one-time costs (kernel compilation, "
+            "first touch of memory), which is why a freshly started server's first answer is slow");
+    cl.flag("--no-rate-sweep", o.no_rate_sweep,
+            "skip the table that replays the same services under other arrival rates");
+    cl.option("--timeline", o.timeline, "show this request's tokens as streamed (-1: none)").show_default();
+    cl.option("--rows", o.rows, "rows of the per-request table to print").show_default();
+    cl.option("--slo-ttft", o.slo_ttft,
+              "the objective's TTFT limit in ms for goodput (the requests/s served within it); auto = "
+              "twice the mean service time measured; none = no TTFT limit").show_default();
+    cl.option("--slo-tpot", o.slo_tpot, "the objective's TPOT limit in ms, or none").show_default();
+    cl.option("--slo-e2el", o.slo_e2el, "the objective's end-to-end limit in ms, or none").show_default();
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

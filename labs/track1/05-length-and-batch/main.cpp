@@ -148,7 +148,7 @@ int run(Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 05: sweeps that show how each knob moves each phase.\n"
         "  prefill  prefill time against prompt length P; your fit c0 + a*P + b*P^2 separates the\n"
         "           matrix products (linear in P) from attention (quadratic in P)\n"
@@ -163,27 +163,22 @@ int main(int argc, char** argv) {
         "Defaults are small (well under a minute with the bundled model on 2 cores). For numbers\n"
         "closer to a real model: --model synthetic:bench-llama-125m --full (minutes).",
         "05-length-and-batch");
-    cli::add_common(&app, o.lab);
-    app.add_option("--out,-o", o.out, "folder for the CSV files and plots")->capture_default_str();
-    app.add_flag("--full", o.full, "longer sweeps: prompts and caches up to the context length, "
-                                   "outputs up to 512 tokens, batches up to 32");
-    app.add_option("--sweeps", o.sweeps, "which sweeps to run, e.g. --sweeps prefill,batch")
-        ->delimiter(',')->capture_default_str();
-    app.add_option("--prompt-lens", o.prompt_lens, "prompt lengths for the prefill sweep, e.g. 64,128,256")
-        ->delimiter(',');
-    app.add_option("--cache-lens", o.cache_lens, "cache lengths for the decode sweep")->delimiter(',');
-    app.add_option("--output-lens", o.output_lens, "output lengths for the output sweep")->delimiter(',');
-    app.add_option("--batches", o.batches, "batch sizes for the batch sweep")->delimiter(',');
-    app.add_option("--warmup", o.warmup, "untimed runs before each measurement")->capture_default_str();
-    app.add_option("--repeats,-r", o.repeats, "timed runs per point (the median is reported)")
-        ->capture_default_str();
-    app.add_option("--steps", o.steps, "decode steps timed per run (decode and batch sweeps)")
-        ->capture_default_str();
-    app.add_option("--output-prompt-len", o.output_prompt_len, "prompt length of the output sweep")
-        ->capture_default_str();
-    app.add_option("--batch-prompt-len", o.batch_prompt_len, "prompt length of each sequence in the batch sweep")
-        ->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the random prompt tokens")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--out,-o", o.out, "folder for the CSV files and plots").show_default();
+    cl.flag("--full", o.full, "longer sweeps: prompts and caches up to the context length, "
+                              "outputs up to 512 tokens, batches up to 32");
+    cl.option("--sweeps", o.sweeps, "which sweeps to run, e.g. --sweeps prefill,batch").list().show_default();
+    cl.option("--prompt-lens", o.prompt_lens, "prompt lengths for the prefill sweep, e.g. 64,128,256").list();
+    cl.option("--cache-lens", o.cache_lens, "cache lengths for the decode sweep").list();
+    cl.option("--output-lens", o.output_lens, "output lengths for the output sweep").list();
+    cl.option("--batches", o.batches, "batch sizes for the batch sweep").list();
+    cl.option("--warmup", o.warmup, "untimed runs before each measurement").show_default();
+    cl.option("--repeats,-r", o.repeats, "timed runs per point (the median is reported)").show_default();
+    cl.option("--steps", o.steps, "decode steps timed per run (decode and batch sweeps)").show_default();
+    cl.option("--output-prompt-len", o.output_prompt_len, "prompt length of the output sweep").show_default();
+    cl.option("--batch-prompt-len", o.batch_prompt_len, "prompt length of each sequence in the batch sweep")
+        .show_default();
+    cl.option("--seed", o.seed, "seed of the random prompt tokens").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

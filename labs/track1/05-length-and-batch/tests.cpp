@@ -19,6 +19,7 @@
 #include "check.hpp"
 #include "engine/engine.hpp"
 #include "exercise.hpp"
+#include "forwarding_engine.hpp"  // CountingEngine counts the real engine's calls through it
 #include "engine/generate.hpp"
 #include "load/model_source.hpp"
 #include "lab_test.hpp"
@@ -48,34 +49,20 @@ std::vector<int> random_tokens(int n, int vocab, std::mt19937_64& rng) {
 int draw(std::mt19937_64& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 
 // Forwards to a real engine and counts what the exercise asks of it.
-class CountingEngine final : public Engine {
+class CountingEngine final : public pd::lab::ForwardingEngine {
 public:
-    explicit CountingEngine(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
+    using ForwardingEngine::ForwardingEngine;
     int decode_calls = 0, decode_rows = 0, prefill_calls = 0;
 
-    const Config& config() const override { return e_->config(); }
-    Device device() const override { return e_->device(); }
-    std::string hardware() const override { return e_->hardware(); }
     const float* prefill(int slot, std::span<const int> tokens, Keep keep) override {
         prefill_calls++;
-        return e_->prefill(slot, tokens, keep);
+        return ForwardingEngine::prefill(slot, tokens, keep);
     }
     const float* decode(std::span<const int> slots, std::span<const int> tokens) override {
         decode_calls++;
         decode_rows += int(tokens.size());
-        return e_->decode(slots, tokens);
+        return ForwardingEngine::decode(slots, tokens);
     }
-    int cache_len(int slot) const override { return e_->cache_len(slot); }
-    int batch() const override { return e_->batch(); }
-    int max_seq() const override { return e_->max_seq(); }
-    void reset(int slot) override { e_->reset(slot); }
-    void truncate(int slot, int len) override { e_->truncate(slot, len); }
-    double time_ms(const std::function<void()>& work) override { return e_->time_ms(work); }
-    std::string timing_method() const override { return e_->timing_method(); }
-    const Model& host_model() const override { return e_->host_model(); }
-
-private:
-    std::unique_ptr<Engine> e_;
 };
 
 // Returns logits chosen by the test, to check the greedy pick row by row.

@@ -190,7 +190,7 @@ int run(Options& o) {
 int main(int argc, char** argv) {
     Options o;
     o.lab.model = kDefaultModel;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 06: many requests, one model. Every step the scheduler builds ONE batch from the\n"
         "decode token of each running request and chunks of new prompts. Static batching starts a\n"
         "new batch only when the last one has finished; continuous batching refills a finished\n"
@@ -200,23 +200,20 @@ int main(int argc, char** argv) {
         "The default model is a synthetic Llama of 28 M parameters (105 MB of weights: too big\n"
         "for the CPU's caches, so a decode step costs about the same for 1 or 8 rows).",
         "06-continuous-batching");
-    cli::add_common(&app, o.lab);
-    app.add_option("--rates", o.rates, "request rates (req/s) to sweep, e.g. 2,8,20")->delimiter(',')
-        ->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--num-requests", o.num_requests, "requests in each trace")
-        ->check(CLI::Range(1, 100000))->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the traces (the same at every rate)")->capture_default_str();
-    app.add_option("--prompt-len", o.prompt_len, "prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:LO:HI]")
-        ->capture_default_str();
-    app.add_option("--output-len", o.output_len, "output lengths, the same forms")->capture_default_str();
-    app.add_option("--max-seqs", o.limits.max_seqs, "sequences running at once")->capture_default_str();
-    app.add_option("--max-tokens-per-step", o.limits.max_tokens_per_step, "token budget of a step")
-        ->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for rates.csv and the plot")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
-    app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
-    cli::add_timeline(&app, o.timeline,
-                      "One process per replay (each mode at each rate): its scheduler's steps, one track per "
-                      "request, counters of KV blocks and requests. --timeline-detail phases keeps it small.");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--rates", o.rates, "request rates (req/s) to sweep, e.g. 2,8,20").list().positive().show_default();
+    cl.option("--num-requests", o.num_requests, "requests in each trace").range(1, 100000).show_default();
+    cl.option("--seed", o.seed, "seed of the traces (the same at every rate)").show_default();
+    cl.option("--prompt-len", o.prompt_len, "prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:LO:HI]")
+        .show_default();
+    cl.option("--output-len", o.output_len, "output lengths, the same forms").show_default();
+    cl.option("--max-seqs", o.limits.max_seqs, "sequences running at once").show_default();
+    cl.option("--max-tokens-per-step", o.limits.max_tokens_per_step, "token budget of a step").show_default();
+    cl.option("--out,-o", o.out, "folder for rates.csv and the plot").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
+    cl.flag("--quiet", o.quiet, "no progress lines on stderr");
+    cl.timeline(o.timeline,
+                "One process per replay (each mode at each rate): its scheduler's steps, one track per "
+                "request, counters of KV blocks and requests. --timeline-detail phases keeps it small.");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -209,7 +209,7 @@ int run(Options& o) {
 int main(int argc, char** argv) {
     Options o;
     o.lab.model = kDefaultModel;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 07: KV memory in blocks. A paged cache hands a sequence one block of positions at a\n"
         "time instead of a whole context up front, so it reserves little more than it uses; and a\n"
         "block full of a prompt's K/V depends only on the tokens up to it, so requests that share a\n"
@@ -221,26 +221,22 @@ int main(int argc, char** argv) {
         "and ttft.csv go into --out; plot.py draws them. The default model is a synthetic one of the\n"
         "bundled tiny model's shape with a context of 1024 (tiny's 512 cannot hold a 512-token prefix).",
         "07-paged-kv-and-prefix-caching");
-    cli::add_common(&app, o.lab);
-    app.add_option("--num-requests", o.num_requests, "requests in the trace")
-        ->check(CLI::Range(1, 100000))->capture_default_str();
+    cl.common(o.lab);
+    cl.option("--num-requests", o.num_requests, "requests in the trace").range(1, 100000).show_default();
     // Not below 0.05: the replay waits for each arrival in real time.
-    app.add_option("--rate", o.rate, "request rate (req/s, Poisson arrivals; 0.05 to 1e6)")
-        ->check(CLI::Range(0.05, 1e6))->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the trace")->capture_default_str();
-    app.add_option("--prefix-len", o.prefix_len, "tokens of the system prompt every request starts with")
-        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--question-len", o.question_len,
-                   "each request's own tokens after it: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:LO:HI]")
-        ->capture_default_str();
-    app.add_option("--output-len", o.output_len, "output lengths, the same forms")->capture_default_str();
-    app.add_option("--block-size", o.block_size, "positions per KV block")->check(CLI::Range(1, 4096))
-        ->capture_default_str();
-    app.add_option("--max-seqs", o.limits.max_seqs, "sequences running at once")->capture_default_str();
-    app.add_option("--max-tokens-per-step", o.limits.max_tokens_per_step, "token budget of a step")
-        ->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for memory.csv, ttft.csv and the plot")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the CSVs only; print the command that draws them");
-    app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.option("--rate", o.rate, "request rate (req/s, Poisson arrivals; 0.05 to 1e6)").range(0.05, 1e6).show_default();
+    cl.option("--seed", o.seed, "seed of the trace").show_default();
+    cl.option("--prefix-len", o.prefix_len, "tokens of the system prompt every request starts with")
+        .range(1, 1 << 20).show_default();
+    cl.option("--question-len", o.question_len,
+              "each request's own tokens after it: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:LO:HI]")
+        .show_default();
+    cl.option("--output-len", o.output_len, "output lengths, the same forms").show_default();
+    cl.option("--block-size", o.block_size, "positions per KV block").range(1, 4096).show_default();
+    cl.option("--max-seqs", o.limits.max_seqs, "sequences running at once").show_default();
+    cl.option("--max-tokens-per-step", o.limits.max_tokens_per_step, "token budget of a step").show_default();
+    cl.option("--out,-o", o.out, "folder for memory.csv, ttft.csv and the plot").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the CSVs only; print the command that draws them");
+    cl.flag("--quiet", o.quiet, "no progress lines on stderr");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

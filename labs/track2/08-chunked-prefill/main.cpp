@@ -109,7 +109,7 @@ int run(Options& o) {
 int main(int argc, char** argv) {
     Options o;
     o.lab.model = kDefaultModel;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 08: chunked prefill. A step of a serving engine runs ONE forward pass of at most a\n"
         "token budget: one token for each running decode stream, the rest for chunks of prompts\n"
         "being prefilled. A long prompt in one pass stalls every stream for the whole pass; in\n"
@@ -123,34 +123,30 @@ int main(int argc, char** argv) {
         "plot.py draws it. The default model is a synthetic Llama of 28 M parameters with a 2048\n"
         "context (the bundled tiny model's 512 positions hold no long prompt).",
         "08-chunked-prefill");
-    cli::add_common(&app, o.lab);
-    app.add_option("--budgets", o.budgets, "token budgets of a step to sweep; \"unchunked\": the whole context")
-        ->delimiter(',')->capture_default_str();
-    app.add_option("--streams", o.streams, "decode streams running when the prompt arrives")
-        ->check(CLI::Range(1, 64))->capture_default_str();
-    app.add_option("--stream-prompt", o.stream_prompt, "prompt tokens of each stream")
-        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--stream-tokens", o.stream_tokens,
-                   "output tokens of each stream (0: enough to outlast the prompt at the smallest budget)")
-        ->check(CLI::Range(0, 1 << 20))->capture_default_str();
-    app.add_option("--prompt-len", o.prompt_len, "tokens of the long prompt that arrives")
-        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--newcomer-tokens", o.newcomer_tokens, "output tokens of the long prompt's request")
-        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--arrive-after", o.arrive_after, "steps the streams run before the prompt arrives")
-        ->check(CLI::Range(0, 1 << 20))->capture_default_str();
-    app.add_option("--slo-ms", o.slo_ms, "the p90 ITL target of your controller (the row \"slo\"); 0: 8 decode steps, "
-                   "the median gap before the prompt arrives in the fixed budgets' first runs")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--repeats", o.repeats, "runs of every budget; the table shows medians")
-        ->check(CLI::Range(1, 100))->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the prompts' token ids")->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for budgets.csv and the plot")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
-    app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
-    cli::add_timeline(&app, o.timeline,
-                      "One process per run (each budget, then your controller, each repeat): its scheduler's "
-                      "steps with the batch as args, one track per request (queued, prefill chunks, decode), "
-                      "counters of KV blocks and requests. --timeline-detail phases keeps it small.");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--budgets", o.budgets, "token budgets of a step to sweep; \"unchunked\": the whole context")
+        .list().show_default();
+    cl.option("--streams", o.streams, "decode streams running when the prompt arrives").range(1, 64).show_default();
+    cl.option("--stream-prompt", o.stream_prompt, "prompt tokens of each stream").range(1, 1 << 20).show_default();
+    cl.option("--stream-tokens", o.stream_tokens,
+              "output tokens of each stream (0: enough to outlast the prompt at the smallest budget)")
+        .range(0, 1 << 20).show_default();
+    cl.option("--prompt-len", o.prompt_len, "tokens of the long prompt that arrives").range(1, 1 << 20).show_default();
+    cl.option("--newcomer-tokens", o.newcomer_tokens, "output tokens of the long prompt's request")
+        .range(1, 1 << 20).show_default();
+    cl.option("--arrive-after", o.arrive_after, "steps the streams run before the prompt arrives")
+        .range(0, 1 << 20).show_default();
+    cl.option("--slo-ms", o.slo_ms, "the p90 ITL target of your controller (the row \"slo\"); 0: 8 decode steps, "
+              "the median gap before the prompt arrives in the fixed budgets' first runs")
+        .non_negative().show_default();
+    cl.option("--repeats", o.repeats, "runs of every budget; the table shows medians").range(1, 100).show_default();
+    cl.option("--seed", o.seed, "seed of the prompts' token ids").show_default();
+    cl.option("--out,-o", o.out, "folder for budgets.csv and the plot").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
+    cl.flag("--quiet", o.quiet, "no progress lines on stderr");
+    cl.timeline(o.timeline,
+                "One process per run (each budget, then your controller, each repeat): its scheduler's "
+                "steps with the batch as args, one track per request (queued, prefill chunks, decode), "
+                "counters of KV blocks and requests. --timeline-detail phases keeps it small.");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "cli_common.hpp"
+#include "command_line.hpp"
 #include "exercise.hpp"
 #include "serve/disagg/mpi_session.hpp"
 #include "serve/disagg/router.hpp"
@@ -59,7 +60,7 @@ constexpr int kGo = -1;
 
 // Ranks 1..P+D: parse argv as rank 0 does (it reports what is wrong), wait for
 // its word, then serve until it says stop.
-int run_worker_rank(CLI::App& app, int argc, char** argv, Options& o, const dg::MpiSession& mpi);
+int run_worker_rank(lab::CommandLine& cl, int argc, char** argv, Options& o, const dg::MpiSession& mpi);
 
 // report.cpp. One mode's serving metrics, with the ITL split by whether a long prompt was arriving.
 struct ModeSummary {

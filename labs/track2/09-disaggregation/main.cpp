@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
     Options o;
     o.lab.model = kDefaultModel;
     o.lab.threads = 2;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 09: prefill and decode on different workers. A long prompt's prefill takes the engine\n"
         "for a long step, and every running stream waits: colocated, its inter-token latency\n"
         "jumps. Split the two phases over MPI ranks (a router, P prefill workers, D decode workers)\n"
@@ -211,47 +211,43 @@ int main(int argc, char** argv) {
         "which starts 1 + P + D ranks under mpirun (mpirun.sh shows how); alone, without\n"
         "mpirun, it runs the colocated half. CSVs go into --out; plot.py draws them.",
         "09-disaggregation");
-    cli::add_common(&app, o.lab);
-    app.add_option("--prefill", o.prefill, "prefill workers (MPI ranks 1..P)")->check(CLI::Range(1, 64))->capture_default_str();
-    app.add_option("--decode", o.decode, "decode workers (ranks P+1..P+D)")->check(CLI::Range(1, 64))->capture_default_str();
-    app.add_option("--num-requests", o.num_requests, "requests in the trace")->check(CLI::Range(1, 100000))
-        ->capture_default_str();
-    app.add_option("--rate", o.rate, "Poisson arrivals, requests per second")->check(CLI::PositiveNumber)
-        ->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the trace")->capture_default_str();
-    app.add_option("--short-len", o.short_len, "prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:LO:HI]")
-        ->capture_default_str();
-    app.add_option("--long-len", o.long_len, "tokens of a long prompt")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--long-share", o.long_share, "share of the requests with a long prompt (0 to 1)")->capture_default_str();
-    app.add_option("--output-len", o.output_len, "output lengths, the same forms")->capture_default_str();
-    app.add_option("--trace", o.trace_file, "a JSONL trace instead (pdlab trace writes one); prompts of >= 256 "
-                   "tokens count as long")->check(CLI::ExistingFile);
-    app.add_option("--layers-per-message", o.layers_per_message,
-                   "layers in one KV message: 1 sends each layer as soon as it is computed; 0: all, after the prefill")
-        ->check(CLI::Range(0, 1 << 16))->capture_default_str();
-    app.add_option("--worker-threads", o.worker_threads, "OpenMP threads of each worker rank")->check(CLI::Range(1, 1024))
-        ->capture_default_str();
-    app.add_option("--max-seqs", o.limits.max_seqs, "sequences decoded together (colocated, and each decode worker)")
-        ->check(CLI::Range(1, 4096))->capture_default_str();
-    app.add_option("--max-tokens-per-step", o.limits.max_tokens_per_step, "colocated: token budget of a step "
-                   "(long prompts come in chunks of it)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--block-size", o.block_size, "positions per KV block")->check(CLI::Range(1, 4096))->capture_default_str();
-    app.add_option("--rank-timeout", o.rank_timeout, "seconds a worker that owes work may stay silent before the "
-                   "router names it and stops the run")->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--stall-rank", o.stall_rank, "testing the watchdog: this worker rank stops answering");
-    app.add_option("--stall-after", o.stall_after, "... this many seconds after it starts")->check(CLI::NonNegativeNumber)
-        ->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for the CSVs and the plot")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the CSVs only; print the command that draws them");
-    app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
-    cli::add_timeline(&app, o.timeline,
-                      "Written by rank 0: the colocated replay (its scheduler's steps, one track per request) and "
-                      "the disaggregated run (a track per prefill rank, a counter of the sequences on each decode "
-                      "rank, one track per request: queued, prefill, the KV transfer the prefill did not hide, "
-                      "decode). --timeline-detail phases keeps it small.");
-    if (mpi.rank() != 0) return run_worker_rank(app, argc, argv, o, mpi);
+    cl.common(o.lab);
+    cl.option("--prefill", o.prefill, "prefill workers (MPI ranks 1..P)").range(1, 64).show_default();
+    cl.option("--decode", o.decode, "decode workers (ranks P+1..P+D)").range(1, 64).show_default();
+    cl.option("--num-requests", o.num_requests, "requests in the trace").range(1, 100000).show_default();
+    cl.option("--rate", o.rate, "Poisson arrivals, requests per second").positive().show_default();
+    cl.option("--seed", o.seed, "seed of the trace").show_default();
+    cl.option("--short-len", o.short_len, "prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEDIAN:SIGMA[:LO:HI]")
+        .show_default();
+    cl.option("--long-len", o.long_len, "tokens of a long prompt").range(1, 1 << 20).show_default();
+    cl.option("--long-share", o.long_share, "share of the requests with a long prompt (0 to 1)").show_default();
+    cl.option("--output-len", o.output_len, "output lengths, the same forms").show_default();
+    cl.option("--trace", o.trace_file, "a JSONL trace instead (pdlab trace writes one); prompts of >= 256 "
+              "tokens count as long").existing_file();
+    cl.option("--layers-per-message", o.layers_per_message,
+              "layers in one KV message: 1 sends each layer as soon as it is computed; 0: all, after the prefill")
+        .range(0, 1 << 16).show_default();
+    cl.option("--worker-threads", o.worker_threads, "OpenMP threads of each worker rank").range(1, 1024).show_default();
+    cl.option("--max-seqs", o.limits.max_seqs, "sequences decoded together (colocated, and each decode worker)")
+        .range(1, 4096).show_default();
+    cl.option("--max-tokens-per-step", o.limits.max_tokens_per_step, "colocated: token budget of a step "
+              "(long prompts come in chunks of it)").range(1, 1 << 20).show_default();
+    cl.option("--block-size", o.block_size, "positions per KV block").range(1, 4096).show_default();
+    cl.option("--rank-timeout", o.rank_timeout, "seconds a worker that owes work may stay silent before the "
+              "router names it and stops the run").positive().show_default();
+    cl.option("--stall-rank", o.stall_rank, "testing the watchdog: this worker rank stops answering");
+    cl.option("--stall-after", o.stall_after, "... this many seconds after it starts").non_negative().show_default();
+    cl.option("--out,-o", o.out, "folder for the CSVs and the plot").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the CSVs only; print the command that draws them");
+    cl.flag("--quiet", o.quiet, "no progress lines on stderr");
+    cl.timeline(o.timeline,
+                "Written by rank 0: the colocated replay (its scheduler's steps, one track per request) and "
+                "the disaggregated run (a track per prefill rank, a counter of the sequences on each decode "
+                "rank, one track per request: queued, prefill, the KV transfer the prefill did not hide, "
+                "decode). --timeline-detail phases keeps it small.");
+    if (mpi.rank() != 0) return run_worker_rank(cl, argc, argv, o, mpi);
     Launch launch;
-    const int rc = lab::run_lab(app, argc, argv, [&] { return run_router_rank(o, mpi, launch); });
+    const int rc = lab::run_lab(cl, argc, argv, [&] { return run_router_rank(o, mpi, launch); });
     launch.tell(mpi, rc, 0);  // help, bad input, a missing exercise: the workers stop with the same code
     return rc;
 }

@@ -1,8 +1,6 @@
 // Lab 09's worker ranks (1..P+D): YOUR codec in the prefill and decode workers.
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
-
 #include "lab09.hpp"
 #include "load/model_source.hpp"
 #include "serve/disagg/link_probe.hpp"
@@ -21,11 +19,8 @@ dg::KvCodec student_codec(int layers_per_message) {
     return c;
 }
 
-int run_worker_rank(CLI::App& app, int argc, char** argv, Options& o, const dg::MpiSession& mpi) {
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError&) {
-    }  // rank 0 parses the same argv and says what is wrong
+int run_worker_rank(lab::CommandLine& cl, int argc, char** argv, Options& o, const dg::MpiSession& mpi) {
+    cl.parse_quietly(argc, argv);  // rank 0 parses the same argv and says what is wrong
     int code = kGo, words[1] = {0};
     dg::broadcast_from_router(code, words, 1);
     if (code != kGo) return code;

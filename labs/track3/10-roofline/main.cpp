@@ -174,7 +174,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 10: the roofline. A kernel doing F FLOPs while moving B bytes to or from DRAM takes\n"
         "at least max(F / peak, B / bandwidth); its intensity F / B says which term wins.\n"
         "  [1] measures this machine's two ceilings (DRAM read bandwidth, oneDNN's matrix peak)\n"
@@ -188,20 +188,19 @@ int main(int argc, char** argv) {
         "About a minute on 2 cores with the defaults. Example:\n"
         "  ./kit run 10 --threads 2 --batches 1,8,32",
         "10-roofline");
-    cli::add_common(&app, o.lab);
-    app.add_option("--synthetic", o.synthetic, "a second model to place, or none")->capture_default_str();
-    app.add_option("--prompt-len,-P", o.prompt_len, "prompt length of prefill; decode runs after it")
-        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--batches", o.batches, "decode batch sizes to time, e.g. 1,4,16")
-        ->delimiter(',')->check(CLI::Range(1, 1024))->capture_default_str();
-    app.add_option("--gen,-n", o.gen, "decode steps timed per run")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--warmup", o.warmup, "untimed runs first")->check(CLI::Range(0, 100))->capture_default_str();
-    app.add_option("--repeats,-r", o.repeats, "timed runs (the median is used)")->check(CLI::Range(1, 1000))->capture_default_str();
-    app.add_option("--bandwidth-mib", o.bandwidth_mib, "buffer the bandwidth probe reads, in MiB (far above the last-level cache)")
-        ->check(CLI::Range(64, 1 << 16))->capture_default_str();
-    app.add_option("--peak-n", o.peak_n, "M = N = K of the peak probe")->check(CLI::Range(256, 8192))->capture_default_str();
-    app.add_option("--seconds", o.seconds, "minimum seconds per ceiling probe")->check(CLI::Range(0.05, 60.0))->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for roofline.json and the plot")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the JSON only; print the command that draws it");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--synthetic", o.synthetic, "a second model to place, or none").show_default();
+    cl.option("--prompt-len,-P", o.prompt_len, "prompt length of prefill; decode runs after it")
+        .range(1, 1 << 20).show_default();
+    cl.option("--batches", o.batches, "decode batch sizes to time, e.g. 1,4,16").list().range(1, 1024).show_default();
+    cl.option("--gen,-n", o.gen, "decode steps timed per run").range(1, 1 << 20).show_default();
+    cl.option("--warmup", o.warmup, "untimed runs first").range(0, 100).show_default();
+    cl.option("--repeats,-r", o.repeats, "timed runs (the median is used)").range(1, 1000).show_default();
+    cl.option("--bandwidth-mib", o.bandwidth_mib, "buffer the bandwidth probe reads, in MiB (far above the last-level cache)")
+        .range(64, 1 << 16).show_default();
+    cl.option("--peak-n", o.peak_n, "M = N = K of the peak probe").range(256, 8192).show_default();
+    cl.option("--seconds", o.seconds, "minimum seconds per ceiling probe").range(0.05, 60.0).show_default();
+    cl.option("--out,-o", o.out, "folder for roofline.json and the plot").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the JSON only; print the command that draws it");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -189,7 +189,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 11: the decode product y = W x, four ways, against the speed limit.\n"
         "At batch 1 every weight is used once, so a decode step can go no faster than streaming\n"
         "all weights from DRAM: the floor, bytes / bandwidth, measured in the same run.\n"
@@ -201,13 +201,13 @@ int main(int argc, char** argv) {
         "PDLAB_ISA=avx2 (or scalar) runs the SIMD kernels of a lesser CPU (pdlab isa lists them).\n"
         "Example: ./kit run 11 --threads 2 --skip-naive",
         "11-decode-matvec");
-    cli::add_common(&app, o.lab);
-    app.add_option("--shapes", o.shapes, "the synthetic model whose matrices [2] times")->capture_default_str();
-    app.add_option("--kernel", o.kernel, "your version [3] decodes with: fastest (in [2]), naive, unrolled, threads, simd")
-        ->capture_default_str();
-    app.add_option("--repeats,-r", o.repeats, "timed passes per version in [2] (the median is shown)")
-        ->check(CLI::Range(1, 1000))->capture_default_str();
-    app.add_option("--steps", o.steps, "greedy decode steps in [3]")->check(CLI::Range(1, 100000))->capture_default_str();
-    app.add_flag("--skip-naive", o.skip_naive, "leave the naive loop out of [2] (it is slow)");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--shapes", o.shapes, "the synthetic model whose matrices [2] times").show_default();
+    cl.option("--kernel", o.kernel, "your version [3] decodes with: fastest (in [2]), naive, unrolled, threads, simd")
+        .show_default();
+    cl.option("--repeats,-r", o.repeats, "timed passes per version in [2] (the median is shown)")
+        .range(1, 1000).show_default();
+    cl.option("--steps", o.steps, "greedy decode steps in [3]").range(1, 100000).show_default();
+    cl.flag("--skip-naive", o.skip_naive, "leave the naive loop out of [2] (it is slow)");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

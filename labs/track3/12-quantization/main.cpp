@@ -200,7 +200,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 12: quantization. Your group quantizer (exercise.cpp) on a real weight matrix, checked\n"
         "against the engine's; then the model in f32, bf16, int8 and int4 side by side: bytes of\n"
         "weights, decode ms/token against the bandwidth floor, prefill time, held-out perplexity and\n"
@@ -208,10 +208,10 @@ int main(int argc, char** argv) {
         "Example: 12-quantization --threads 2\n"
         "         12-quantization --model synthetic:bench-llama-125m --group-size 128",
         "12-quantization");
-    cli::add_common(&app, o.lab);
-    app.add_option("--prompt-len,-P", o.bench.prompt_len, "prompt tokens before the timed decode")->capture_default_str();
-    app.add_option("--gen,-n", o.bench.gen, "timed decode steps per run")->capture_default_str();
-    app.add_option("--repeats,-r", o.bench.repeats, "timed runs per precision")->capture_default_str();
-    app.add_option("--agree-steps", o.agree_steps, "greedy steps per prompt compared with f32")->capture_default_str();
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--prompt-len,-P", o.bench.prompt_len, "prompt tokens before the timed decode").show_default();
+    cl.option("--gen,-n", o.bench.gen, "timed decode steps per run").show_default();
+    cl.option("--repeats,-r", o.bench.repeats, "timed runs per precision").show_default();
+    cl.option("--agree-steps", o.agree_steps, "greedy steps per prompt compared with f32").show_default();
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

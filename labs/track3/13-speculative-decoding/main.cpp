@@ -128,7 +128,7 @@ int run(Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 13: speculative decoding. A small draft model proposes k tokens, the target checks all\n"
         "of them in ONE forward pass over its KV cache (the k+1 rows cost about what one decode row\n"
         "does: decode is memory-bound), and your accept rule keeps a prefix plus one token of the\n"
@@ -142,15 +142,15 @@ int main(int argc, char** argv) {
         "Example: 13-speculative-decoding --threads 1\n"
         "         13-speculative-decoding --ks 2,4,6 --new-tokens 256 --draft tiny-draft",
         "13-speculative-decoding");
-    cli::add_common(&app, o.lab);
-    app.add_option("--draft", o.draft, "the draft model (same tokenizer as --model)")->capture_default_str();
-    app.add_option("--ks", o.ks, "draft tokens per round to sweep, e.g. 1,2,4,8")->delimiter(',');
-    app.add_option("--new-tokens,-n", o.n, "tokens generated per prompt")->capture_default_str();
-    app.add_option("--prompts", o.prompts, "story openings to generate from (1 to 64)")->capture_default_str();
-    app.add_option("--repeats,-r", o.repeats, "timed repeats per k (the median is compared)")->capture_default_str();
-    app.add_option("--temperature", o.temperature, "temperature of the sampling section")->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the sampling section (and of random prompts)")->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for sweep.csv and the plots")->capture_default_str();
-    app.add_flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--draft", o.draft, "the draft model (same tokenizer as --model)").show_default();
+    cl.option("--ks", o.ks, "draft tokens per round to sweep, e.g. 1,2,4,8").list();
+    cl.option("--new-tokens,-n", o.n, "tokens generated per prompt").show_default();
+    cl.option("--prompts", o.prompts, "story openings to generate from (1 to 64)").show_default();
+    cl.option("--repeats,-r", o.repeats, "timed repeats per k (the median is compared)").show_default();
+    cl.option("--temperature", o.temperature, "temperature of the sampling section").show_default();
+    cl.option("--seed", o.seed, "seed of the sampling section (and of random prompts)").show_default();
+    cl.option("--out,-o", o.out, "folder for sweep.csv and the plots").show_default();
+    cl.flag("--no-plot", o.no_plot, "write the CSV only; print the command that draws it");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "engine/isa.hpp"
@@ -104,35 +103,31 @@ int run(const Options& o) {
     return lab::finish(ok);
 }
 
-void add_options(CLI::App& app, Options& o) {
-    app.add_option("--lengths", o.lengths, "sequence lengths S of the prefill and decode sweeps")
-        ->delimiter(',')->capture_default_str();
-    app.add_option("--sweeps", o.sweeps, "which sweeps: prefill, decode, tiles")->delimiter(',')->capture_default_str();
-    app.add_option("--heads", o.heads, "query heads")->capture_default_str();
-    app.add_option("--kv-heads", o.kv_heads, "KV heads (GQA: heads / kv-heads queries share one)")
-        ->capture_default_str();
-    app.add_option("--head-dim", o.head_dim, "head dimension D")->capture_default_str();
-    app.add_option("--br", o.tiles.Br, "tiled kernel: query rows per block")->capture_default_str();
-    app.add_option("--bc", o.tiles.Bc, "tiled kernel: keys per tile")->capture_default_str();
-    app.add_option("--tile-length", o.tile_length, "prompt length of the tile-size sweep")->capture_default_str();
-    app.add_option("--threads", o.threads, "OpenMP threads (heads run in parallel)")->capture_default_str();
-    app.add_option("--warmup", o.warmup, "untimed runs before each measurement")->capture_default_str();
-    app.add_option("--repeats,-r", o.repeats, "timed runs per point (the median is reported)")->capture_default_str();
-    app.add_option("--decode-calls", o.decode_calls, "decode calls per timed run (one is too short to time)")
-        ->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the random q, K, V")->capture_default_str();
-    app.add_option("--device", o.device, "cpu, cuda (the GPU pair of gpu/attention_pair.cuh) or both")
-        ->capture_default_str();
-    app.add_option("--out,-o", o.out, "folder for the CSV files and plots")->capture_default_str();
-    app.add_option("--json", o.json, "also write every result here");
-    app.add_flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
+void add_options(lab::CommandLine& cl, Options& o) {
+    cl.option("--lengths", o.lengths, "sequence lengths S of the prefill and decode sweeps").list().show_default();
+    cl.option("--sweeps", o.sweeps, "which sweeps: prefill, decode, tiles").list().show_default();
+    cl.option("--heads", o.heads, "query heads").show_default();
+    cl.option("--kv-heads", o.kv_heads, "KV heads (GQA: heads / kv-heads queries share one)").show_default();
+    cl.option("--head-dim", o.head_dim, "head dimension D").show_default();
+    cl.option("--br", o.tiles.Br, "tiled kernel: query rows per block").show_default();
+    cl.option("--bc", o.tiles.Bc, "tiled kernel: keys per tile").show_default();
+    cl.option("--tile-length", o.tile_length, "prompt length of the tile-size sweep").show_default();
+    cl.option("--threads", o.threads, "OpenMP threads (heads run in parallel)").show_default();
+    cl.option("--warmup", o.warmup, "untimed runs before each measurement").show_default();
+    cl.option("--repeats,-r", o.repeats, "timed runs per point (the median is reported)").show_default();
+    cl.option("--decode-calls", o.decode_calls, "decode calls per timed run (one is too short to time)").show_default();
+    cl.option("--seed", o.seed, "seed of the random q, K, V").show_default();
+    cl.option("--device", o.device, "cpu, cuda (the GPU pair of gpu/attention_pair.cuh) or both").show_default();
+    cl.option("--out,-o", o.out, "folder for the CSV files and plots").show_default();
+    cl.option("--json", o.json, "also write every result here");
+    cl.flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 14: the same attention computed two ways, on random inputs (no model needed).\n"
         "  naive  writes every score of a head to memory (T x S floats), softmaxes each row, then P V\n"
         "  tiled  flash-style: keys in tiles of --bc, queries in blocks of --br; each row keeps a running\n"
@@ -142,6 +137,6 @@ int main(int argc, char** argv) {
         "--device cuda or both: the same pair on the GPU (bf16 inputs; the tiled one on tensor cores).\n"
         "Defaults: lengths 256 .. 8192, 4 heads / 2 KV heads of 64, 2 threads; about a minute.",
         "14-attention-kernels");
-    add_options(app, o);
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    add_options(cl, o);
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -228,7 +228,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    CLI::App app{
+    lab::CommandLine cl{
         "Lab 15: the forward pass.\n"
         "Runs your forward (exercise.cpp: rms_norm, apply_rope, attend, swiglu_mlp, decoder_layer, forward)\n"
         "and the engine's on the same prompt, greedy: prints the first step whose token or logits differ,\n"
@@ -237,9 +237,9 @@ int main(int argc, char** argv) {
         "Llama-family models only (RMSNorm, rotary, SwiGLU; no sliding window). Test your pieces with\n"
         "  meson test -C build --suite track4-15",
         "15-forward-pass"};
-    cli::add_common(&app, o.common);
-    app.add_option("--prompt,-p", o.prompt, "prompt text, run through both forwards")->capture_default_str();
-    app.add_option("--steps,-n", o.steps, "tokens generated greedily: 1 prefill call, then steps - 1 decode calls")
-        ->capture_default_str();
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.common);
+    cl.option("--prompt,-p", o.prompt, "prompt text, run through both forwards").show_default();
+    cl.option("--steps,-n", o.steps, "tokens generated greedily: 1 prefill call, then steps - 1 decode calls")
+        .show_default();
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }

@@ -227,11 +227,8 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
 }
 
 // Ranks 1..R-1: wait for rank 0's word, then the same generation on their slices.
-int run_other_rank(CLI::App& app, int argc, char** argv, Options& o, const serve::disagg::MpiSession& mpi) {
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError&) {
-    }  // rank 0 parses the same argv and says what is wrong
+int run_other_rank(lab::CommandLine& cl, int argc, char** argv, Options& o, const serve::disagg::MpiSession& mpi) {
+    cl.parse_quietly(argc, argv);  // rank 0 parses the same argv and says what is wrong
     int code = kGo;
     serve::disagg::broadcast_from_router(code, nullptr, 0);
     if (code != kGo) return code;
@@ -259,7 +256,7 @@ int main(int argc, char** argv) {
     serve::disagg::MpiSession mpi(argc, argv);
     Options o;
     o.lab.threads = 1;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 16: one model split over R ranks, Megatron style. Each rank holds its own query\n"
         "and KV heads and its own MLP hidden units (YOUR plan_shard and shard_layer), computes\n"
         "its part of every product, and the ranks add their partial outputs with MPI_Allreduce\n"
@@ -271,21 +268,20 @@ int main(int argc, char** argv) {
         "which starts R ranks under mpirun (mpirun.sh shows how); alone, without mpirun, it runs\n"
         "the engine and the one-rank split only.",
         "16-tensor-parallel");
-    cli::add_common(&app, o.lab);
-    app.add_option("--ranks", o.ranks, "MPI ranks sharing the model; must divide its KV heads and hidden units")
-        ->check(CLI::Range(1, 64))->capture_default_str();
-    app.add_option("--prompt-len", o.prompt_len, "tokens of the seeded prompt (the prefill)")
-        ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--steps", o.steps, "greedy tokens to generate (the decode steps)")->check(CLI::Range(2, 1 << 20))
-        ->capture_default_str();
-    app.add_option("--seed", o.seed, "seed of the prompt's ids")->capture_default_str();
-    cli::add_timeline(&app, o.timeline,
-                      "Written by rank 0 with --ranks 2 or more under mpirun: one track per rank, a span per pass "
-                      "(the prefill, each decode step) holding its all-reduces; the gaps between them are the "
-                      "rank's own compute.");
-    if (mpi.rank() != 0) return run_other_rank(app, argc, argv, o, mpi);
+    cl.common(o.lab);
+    cl.option("--ranks", o.ranks, "MPI ranks sharing the model; must divide its KV heads and hidden units")
+        .range(1, 64).show_default();
+    cl.option("--prompt-len", o.prompt_len, "tokens of the seeded prompt (the prefill)")
+        .range(1, 1 << 20).show_default();
+    cl.option("--steps", o.steps, "greedy tokens to generate (the decode steps)").range(2, 1 << 20).show_default();
+    cl.option("--seed", o.seed, "seed of the prompt's ids").show_default();
+    cl.timeline(o.timeline,
+                "Written by rank 0 with --ranks 2 or more under mpirun: one track per rank, a span per pass "
+                "(the prefill, each decode step) holding its all-reduces; the gaps between them are the "
+                "rank's own compute.");
+    if (mpi.rank() != 0) return run_other_rank(cl, argc, argv, o, mpi);
     Launch launch;
-    const int rc = lab::run_lab(app, argc, argv, [&] { return run_rank0(o, mpi, launch); });
+    const int rc = lab::run_lab(cl, argc, argv, [&] { return run_rank0(o, mpi, launch); });
     launch.tell(mpi.size(), rc);  // help, bad input, a missing exercise: the others stop with the same code
     // An error on rank 0 during the split run leaves the others inside an all-reduce: stop them all.
     if (launch.went && rc >= 2) MPI_Abort(MPI_COMM_WORLD, rc);

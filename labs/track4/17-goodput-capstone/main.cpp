@@ -235,7 +235,7 @@ int run(Options& o) {
 int main(int argc, char** argv) {
     Options o;
     o.lab.model = kDefaultModel;
-    CLI::App app(
+    lab::CommandLine cl(
         "Lab 17: the capstone. Serve a bursty trace with shared prefixes through the kit's paged\n"
         "engine and Scheduler with YOUR configuration (choose_config) and YOUR step policy\n"
         "(GoodputPolicy), and score GOODPUT: requests per second whose first token came within\n"
@@ -248,18 +248,15 @@ int main(int argc, char** argv) {
         "of f32's output tokens yours agree with) your goodput counts 0. The grader uses a fixed --cost\n"
         "and a hidden --seed.",
         "17-goodput-capstone");
-    cli::add_common(&app, o.lab);
-    app.add_option("--seed", o.family.seed, "seed of the trace (the grader's is hidden)")->capture_default_str();
-    app.add_option("--num-requests", o.family.num_requests, "requests in the trace")
-        ->check(CLI::Range(1, 100000))->capture_default_str();
-    app.add_option("--ttft-ms", o.slo.ttft_ms, "the TTFT objective (ms)")->check(CLI::Range(1e-3, 1e9))
-        ->capture_default_str();
-    app.add_option("--itl-ms", o.slo.itl_ms, "the inter-token objective: the longest gap allowed (ms)")
-        ->check(CLI::Range(1e-3, 1e9))->capture_default_str();
-    app.add_option("--cost", o.cost,
-                   "the step-cost model W,TOK,PAIR in ms (e.g. 6,0.06,0.00004), or 'calibrate': fit it to the "
-                   "steps of a short timed replay of the trace's first requests on this machine")
-        ->capture_default_str();
-    app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
-    return lab::run_lab(app, argc, argv, [&] { return run(o); });
+    cl.common(o.lab);
+    cl.option("--seed", o.family.seed, "seed of the trace (the grader's is hidden)").show_default();
+    cl.option("--num-requests", o.family.num_requests, "requests in the trace").range(1, 100000).show_default();
+    cl.option("--ttft-ms", o.slo.ttft_ms, "the TTFT objective (ms)").range(1e-3, 1e9).show_default();
+    cl.option("--itl-ms", o.slo.itl_ms, "the inter-token objective: the longest gap allowed (ms)")
+        .range(1e-3, 1e9).show_default();
+    cl.option("--cost", o.cost,
+              "the step-cost model W,TOK,PAIR in ms (e.g. 6,0.06,0.00004), or 'calibrate': fit it to the "
+              "steps of a short timed replay of the trace's first requests on this machine").show_default();
+    cl.flag("--quiet", o.quiet, "no progress lines on stderr");
+    return lab::run_lab(cl, argc, argv, [&] { return run(o); });
 }
