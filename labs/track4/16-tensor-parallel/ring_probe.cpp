@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include "counting_comm.hpp"
@@ -102,9 +103,9 @@ nlohmann::json print_ring_probe(const RingProbe& p, int ranks) {
     else std::printf("no fit (the timings do not grow with the size: a noisy machine?)\n");
     std::printf("      bytes a rank   measured ms   ring_cost ms\n");
     for (const auto& t : p.timings) {
-        const double model = p.fitted ? ring_cost(t.bytes, ranks, p.gbps, p.latency_us).ms : NAN;
-        std::printf("    %14.0f %13.4f %14.4f\n", t.bytes, t.ms, model);
-        rows.push_back({{"bytes", t.bytes}, {"ms", t.ms}, {"model_ms", p.fitted ? model : 0.0}});
+        const double model = p.fitted ? ring_cost(t.bytes, ranks, p.gbps, p.latency_us).ms : 0.0;
+        std::printf("    %14.0f %13.4f %14s\n", t.bytes, t.ms, p.fitted ? fmt::format("{:.4f}", model).c_str() : "-");
+        rows.push_back({{"bytes", t.bytes}, {"ms", t.ms}, {"model_ms", model}});
     }
     return {{"latency_us", p.latency_us}, {"gbps", p.gbps}, {"fitted", p.fitted}, {"timings", rows}};
 }
