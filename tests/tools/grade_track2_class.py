@@ -14,8 +14,9 @@ Students:
   test_caller    the solution plus a call into the tests' own code (forgers.py):
                  0 in total, flagged "forbidden"
   engine_caller  (labs with FORBIDDEN below) the solution with one exercise
-                 function handed to the engine's twin: every test passes, the
-                 rubric's points for that symbol are taken off, flagged "forbidden"
+                 function handed to the engine's twin (lab 16: the ring to
+                 MPI_Allreduce): every test passes, the rubric's points for
+                 that symbol are taken off, flagged "forbidden"
 
 Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|16|17 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
@@ -80,6 +81,21 @@ FORBIDDEN = {
                    "    return pd::rmsnorm(out, x, w, rows, dim, eps);",
         "include": '#include "engine/ops.hpp"\n',
         "symbol": "pd::rmsnorm",
+    },
+    # A ring that hands the sum to MPI where the tests never look (under
+    # mpirun): declared weak, so the tests, which link no MPI, still link and
+    # run the honest ring. The arguments stand for MPI_IN_PLACE, MPI_FLOAT,
+    # MPI_SUM and MPI_COMM_WORLD: the grader judges the call by its symbol.
+    "16": {
+        "solution": "void ring_allreduce(Comm& comm, std::span<float> x) {",
+        "student": "void ring_allreduce(Comm& comm, std::span<float> x) {\n"
+                   "    if (MPI_Allreduce && std::getenv(\"OMPI_COMM_WORLD_SIZE\")) {\n"
+                   "        MPI_Allreduce(nullptr, x.data(), int(x.size()), nullptr, nullptr, nullptr);\n"
+                   "        return;\n"
+                   "    }",
+        "include": '#include <cstdlib>\n'
+                   'extern "C" [[gnu::weak]] int MPI_Allreduce(const void*, void*, int, void*, void*, void*);\n',
+        "symbol": "MPI_Allreduce",
     },
 }
 

@@ -1,4 +1,4 @@
-// Lab 16 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-4).
+// Lab 16 starter: replace each TODO_EXERCISE with your code (README.md, tasks 1-5).
 // Build with ./kit build (or ninja -C build), then run the tests:
 //   meson test -C build --suite track4-16
 #include "exercise.hpp"
@@ -26,9 +26,16 @@ void tp_layer(ShardSublayers& sub, Comm& comm, std::span<float> x, std::span<flo
     TODO_EXERCISE("README task 3: each sublayer gives a partial sum on each rank; when is it whole?");
 }
 
-AllreduceCost ring_allreduce(double bytes, int ranks, double link_gbps) {
-    (void)bytes, (void)ranks, (void)link_gbps;
-    TODO_EXERCISE("README task 4: refuse bad values; then a reduce-scatter and an all-gather of R-1 steps each");
+void ring_allreduce(Comm& comm, std::span<float> x) {
+    (void)comm, (void)x;
+    TODO_EXERCISE(
+        "README task 4: which chunk does rank r send at step s of the reduce-scatter, and which does it receive? "
+        "Then the all-gather passes the summed chunks on");
+}
+
+AllreduceCost ring_cost(double bytes, int ranks, double link_gbps, double latency_us) {
+    (void)bytes, (void)ranks, (void)link_gbps, (void)latency_us;
+    TODO_EXERCISE("README task 5: refuse bad values; then the bytes of 2(R-1) steps on the link, and their latency");
 }
 
 }  // namespace pd::lab16

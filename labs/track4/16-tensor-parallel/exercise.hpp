@@ -2,7 +2,8 @@
 // style: each rank holds a slice of every weight matrix of every layer, runs
 // its slice of each product, and the ranks add up their partial results
 // twice a layer. You write which slice each rank gets (tasks 1 and 2), where
-// the sums go (task 3), and what they cost on a link (task 4).
+// the sums go (task 3), the ring all-reduce that adds them (task 4), and what
+// it costs on a link (task 5).
 //
 // Shapes (Config c: D = dim, hd = head_dim, F = hidden_dim; weights.hpp):
 //   qkv       (n_heads*hd + 2*n_kv_heads*hd, D)  rows [q heads | k heads | v heads]
@@ -72,17 +73,33 @@ public:
 // order, with the same sizes.
 void tp_layer(ShardSublayers& sub, Comm& comm, std::span<float> x, std::span<float> partial);
 
-// Task 4: the cost of one all-reduce of `bytes` (each rank's buffer) over
+// Task 4: the ring all-reduce, on point-to-point messages only. Every rank
+// passes its own x (the same length n on every rank, any n >= 0); on return
+// each holds the element-wise sum over the R ranks, the same bits on every
+// rank. Cut x into R chunks (their lengths differ by at most one: n need not
+// be a multiple of R, and may be shorter), then
+//   reduce-scatter: R-1 steps; at each, send one chunk's running sum to the
+//                   next rank and add the chunk the previous rank sends;
+//                   after them each rank holds one chunk summed over all ranks
+//   all-gather:     R-1 steps; at each, send a summed chunk on and store the
+//                   one received
+// One comm.send_recv per step, each to the next rank and from the previous
+// one: every rank sends 2 messages, about 2 (R-1)/R of x's bytes. R = 1
+// sends nothing. Build it from send_recv alone: not comm.allreduce_sum (which
+// runs this function) and no MPI call (the tests' ranks are threads).
+void ring_allreduce(Comm& comm, std::span<float> x);
+
+// Task 5: the cost of one all-reduce of `bytes` (each rank's buffer) over
 // `ranks` ranks with the ring algorithm, each rank's link at `link_gbps`
-// gigabits per second, latency ignored: every rank sends (and receives)
-// 2 (R - 1) / R * bytes, one reduce-scatter and one all-gather of R - 1
-// steps of bytes / R each. R = 1 sends nothing.
+// gigabits per second and `latency_us` microseconds per message: every rank
+// sends (and receives) 2 (R - 1) / R * bytes in 2 (R - 1) steps, one after
+// the other. R = 1 sends nothing and costs nothing.
 struct AllreduceCost {
     double wire_bytes = 0;  // bytes one rank sends
-    double ms = 0;          // wire_bytes * 8 / link_gbps nanoseconds, in ms
+    double ms = 0;          // wire_bytes * 8 / link_gbps ns + 2 (R - 1) * latency_us us, in ms
 };
-// Throws pd::UserError naming the value when bytes < 0, ranks < 1, or
-// link_gbps is not above 0 (or not a number).
-AllreduceCost ring_allreduce(double bytes, int ranks, double link_gbps);
+// Throws pd::UserError naming the value when bytes < 0, ranks < 1,
+// link_gbps is not above 0 or latency_us is below 0 (or either not a number).
+AllreduceCost ring_cost(double bytes, int ranks, double link_gbps, double latency_us);
 
 }  // namespace pd::lab16

@@ -8,11 +8,14 @@
 //   [1] the engine's greedy tokens for a seeded prompt (the reference)
 //   [2] the same on ONE rank through YOUR shard_layer and tp_layer (rank 0 alone,
 //       the others wait): per pass, the compute time
-//   [3] the same on R ranks, each with YOUR slices, summing with MPI_Allreduce
-//       where YOUR tp_layer says: per pass, compute and communication time, bytes
-//   [4] speed-up against one rank, and YOUR ring_allreduce's model of the step
-//       on 10/100/400 Gb/s links next to what was measured
-//   [5] the checks: [2] gives the engine's tokens, [3] gives [2]'s tokens and logits
+//   [3] the same on R ranks, each with YOUR slices, summing with YOUR
+//       ring_allreduce where YOUR tp_layer says: per pass, compute and
+//       communication time, bytes
+//   [4] speed-up against one rank, YOUR ring_cost's model of the step on
+//       10/100/400 Gb/s links next to what was measured, and YOUR ring timed
+//       here with ring_cost fitted to it (ring_probe.hpp)
+//   [5] the checks: [2] gives the engine's tokens, [3] gives [2]'s tokens and
+//       logits, YOUR ring gives MPI_Allreduce's sums
 // Run alone (no mpirun): [1], [2], and how to start [3].
 #include <algorithm>
 #include <cstdio>
@@ -29,6 +32,7 @@
 #include "measure/roofline.hpp"
 #include "mpi_comm.hpp"
 #include "rank_timeline.hpp"
+#include "ring_probe.hpp"
 #include "serve/disagg/mpi_session.hpp"
 #include "thread_comm.hpp"
 #include "tp_generate.hpp"
@@ -106,13 +110,13 @@ struct Floor {
     double per_rank_ms() const { return per_rank_bytes / dram_gbps / 1e6; }
 };
 
-// [4] YOUR ring_allreduce over the links: a decode step on R ranks as its
+// [4] YOUR ring_cost over the links: a decode step on R ranks as its
 // compute (one rank's measured compute / R, or the roofline's floor) plus
 // 2 all-reduces a layer of one row of x.
 json link_model(const Config& c, int R, const StepSummary& one, const StepSummary& split, const Floor& floor) {
     const double per_reduce = double(c.dim) * sizeof(float), reduces = 2.0 * c.n_layers;
     std::printf("\n[4] A MODEL of a decode step on %d ranks: compute + %d ring all-reduces of %.0f bytes (YOUR "
-                "ring_allreduce; latency, protocol and waiting for the slowest rank left out). The compute two ways:\n"
+                "ring_cost; latency, protocol and waiting for the slowest rank left out). The compute two ways:\n"
                 "    measured / %d: one rank's decode compute split %d ways, %.3f ms\n"
                 "    roofline: the bytes a rank streams, its slices and the head, %.1f MB (1 rank: %.1f MB), at this "
                 "machine's DRAM bandwidth, %.1f GB/s measured now, each rank with a memory of its own: %.3f ms "
@@ -122,7 +126,7 @@ json link_model(const Config& c, int R, const StepSummary& one, const StepSummar
                 floor.one_rank_bytes / 1e6, floor.dram_gbps, floor.per_rank_ms(), floor.one_rank_ms(), R);
     json rows = json::array();
     for (double gbps : {10.0, 100.0, 400.0}) {
-        const double comm = reduces * ring_allreduce(per_reduce, R, gbps).ms;
+        const double comm = reduces * ring_cost(per_reduce, R, gbps, 0).ms;
         const double step = one.decode_compute_ms() / R + comm, roof = floor.per_rank_ms() + comm;
         std::printf("    %4.0f Gb/s %9.4f %20.3f %10.2fx %20.3f %9.2fx\n", gbps, comm, step, one.decode_ms / step, roof,
                     floor.one_rank_ms() / roof);
@@ -196,6 +200,7 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
         TpRank mine = make_tp_rank(model, o.ranks, 0, o.prompt_len + o.steps);
         MpiComm comm;
         comm.wait_for_all();  // the others have loaded the model and built their slices
+        const RingProbe ring = probe_ring(comm);
         tp_warm_up(mine, comm, prompt);
         comm.reduce_times.clear();  // the timeline shows the measured run only
         const TpRun split = tp_generate(mine, comm, prompt, o.steps);
@@ -213,10 +218,15 @@ int run_rank0(Options& o, const serve::disagg::MpiSession& mpi, Launch& launch) 
                           quick_bandwidth(0.3).best_gbps};
         j["dram_gbps"] = floor.dram_gbps;
         j["model_links"] = link_model(c, o.ranks, one_s, split_s, floor);
+        j["ring"] = print_ring_probe(ring, o.ranks);
         const double excess = worst_logit_excess(split.first_logits, one.first_logits);
         split_ok = split.tokens == one.tokens && excess <= 0;
         std::printf("\n[5] %d ranks give one rank's tokens, prefill logits within %g + %g |ref|: %s\n", o.ranks, kAtol,
-                    kRtol, split_ok ? "yes (ok)" : "NO (check failed: a slice, or a sum in the wrong place?)");
+                    kRtol, split_ok ? "yes (ok)" : "NO (check failed: a slice, a sum in the wrong place, the ring?)");
+        std::printf("    YOUR ring_allreduce gives MPI_Allreduce's sums (within 1e-6 sum |terms|): %s; 2 (R-1) "
+                    "messages of a chunk each, to its neighbours: %s\n", ring.sums_ok ? "yes (ok)" : "NO (check failed)",
+                    ring.messages_ok ? "yes (ok)" : "NO (check failed)");
+        split_ok = split_ok && ring.ok();
     }
     std::printf("%s one rank gives the engine's tokens and logits: %s\n", mpi.size() < 2 ? "\n[5]" : "   ",
                 one_ok ? "yes (ok)" : "NO (check failed: shard_layer or tp_layer?)");
@@ -237,6 +247,7 @@ int run_other_rank(lab::CommandLine& cl, int argc, char** argv, Options& o, cons
         TpRank mine = make_tp_rank(model, o.ranks, mpi.rank(), o.prompt_len + o.steps);
         MpiComm comm;
         comm.wait_for_all();
+        probe_ring(comm);  // with rank 0, which prints it
         const std::vector<int> prompt = seeded_prompt(o, model->config.vocab_size);
         tp_warm_up(mine, comm, prompt);
         comm.reduce_times.clear();
@@ -259,8 +270,8 @@ int main(int argc, char** argv) {
     lab::CommandLine cl(
         "Lab 16: one model split over R ranks, Megatron style. Each rank holds its own query\n"
         "and KV heads and its own MLP hidden units (YOUR plan_shard and shard_layer), computes\n"
-        "its part of every product, and the ranks add their partial outputs with MPI_Allreduce\n"
-        "twice a layer (YOUR tp_layer). The program generates greedy tokens on one rank and on R,\n"
+        "its part of every product, and the ranks add their partial outputs with YOUR ring\n"
+        "all-reduce twice a layer (YOUR tp_layer). The program generates greedy tokens on one rank and on R,\n"
         "checks both against the engine, and prints per decode step the compute and the\n"
         "communication time, the speed-up against one rank, and YOUR ring all-reduce model of the\n"
         "step on 10/100/400 Gb/s links. Run it with\n"

@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include "common.hpp"
+
 namespace pd::lab16 {
 
 MpiComm::MpiComm() {
@@ -12,15 +14,20 @@ MpiComm::MpiComm() {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-void MpiComm::allreduce_sum(std::span<float> x) {
-    const auto t0 = std::chrono::steady_clock::now();
-    MPI_Allreduce(MPI_IN_PLACE, x.data(), int(x.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    const auto t1 = std::chrono::steady_clock::now();
-    comm_ms_ += std::chrono::duration<double, std::milli>(t1 - t0).count();
-    reduce_times.emplace_back(std::chrono::duration<double>(t0.time_since_epoch()).count(),
-                              std::chrono::duration<double>(t1.time_since_epoch()).count());
-    payload_bytes_ += double(x.size_bytes());
+void MpiComm::send_recv(std::span<const float> out, int to, std::span<float> in, int from) {
+    if (to < 0 || to >= size_ || from < 0 || from >= size_)
+        fail("send_recv on rank {}: to {} / from {}: ranks are 0..{}", rank_, to, from, size_ - 1);
+    MPI_Status status;
+    MPI_Sendrecv(out.data(), int(out.size()), MPI_FLOAT, to, 0, in.data(), int(in.size()), MPI_FLOAT, from, 0,
+                 MPI_COMM_WORLD, &status);
+    int got = 0;
+    MPI_Get_count(&status, MPI_FLOAT, &got);
+    if (std::size_t(got) != in.size())
+        fail("rank {} received {} floats from rank {} into a buffer of {}: sender and receiver must agree on each "
+             "message's length", rank_, got, from, in.size());
 }
+
+void MpiComm::allreduce_sum(std::span<float> x) { ring_sum(x); }
 
 int MpiComm::broadcast(int value) {
     MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -10,7 +10,10 @@ public:
     MpiComm();  // MPI is initialised already (serve/disagg/mpi_session.hpp)
     int rank() const override { return rank_; }
     int size() const override { return size_; }
-    void allreduce_sum(std::span<float> x) override;  // MPI_Allreduce, in place
+    // MPI_Sendrecv; refuses (pd::fail) a rank outside 0..R-1 and a message
+    // shorter than `in` (a longer one is MPI's error: it stops every rank).
+    void send_recv(std::span<const float> out, int to, std::span<float> in, int from) override;
+    void allreduce_sum(std::span<float> x) override;  // YOUR ring_allreduce, in place
     int broadcast(int value) override;                // MPI_Bcast from rank 0
     // Returns once every rank has called it (MPI_Ibarrier, sleeping between
     // polls: a rank that waits leaves the cores to the ones still working).

@@ -1,9 +1,11 @@
 // Lab 16 tests: your partition against a reference that indexes the full
 // matrices element by element, the shards put back together, your reduction
-// placement on made-up sublayers, your ring cost against the formula, and the
-// whole split model: R = 1, 2 and 4 ranks (threads of this process, the
-// all-reduce a barrier) give the engine's greedy tokens, logits within
-// atol + rtol * |engine's|. No MPI here: mpirun runs the program as lab16.mpi.
+// placement on made-up sublayers (summed at a barrier), your ring all-reduce
+// against the sum and its messages counted, your ring cost against the
+// formula, and the whole split model: R = 1, 2 and 4 ranks (threads of this
+// process, summing with your ring) give the engine's greedy tokens, logits
+// within atol + rtol * |engine's|. No MPI here: mpirun runs the program, which
+// checks your ring against MPI_Allreduce, as lab16.mpi_*.
 //   meson test -C build --suite track4-16
 //   build/labs/track4/16-tensor-parallel/lab16_tests --test-case='lab16.shard.*'
 // Prompts stay under kSmallM (16) rows: the matmul's small-M kernel is safe
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "counting_comm.hpp"
 #include "exercise.hpp"
 #include "lab_test.hpp"
 #include "load/model_source.hpp"
@@ -280,7 +283,7 @@ TEST_CASE("lab16.layer.placement") {
             got[std::size_t(comm.rank())] = x;
             bytes[std::size_t(comm.rank())] = comm.payload_bytes();
             calls[std::size_t(comm.rank())] = sub.calls;
-        });
+        }, ThreadSum::reference);  // tp_layer alone: the kit's sum, not your ring
         observe(fmt::format("{} ranks x", R), got[0], {1e-5, 1e-5});
         INFO(R << " ranks, " << x0.size() << " values");
         CHECK_MESSAGE(calls[0] == "am", "attention first, then the MLP, once each; yours called " << calls[0]);
@@ -296,38 +299,135 @@ TEST_CASE("lab16.layer.placement") {
     }
 }
 
-// ---- Task 4: ring_allreduce.
+// ---- Task 4: ring_allreduce, on R threads, every message counted.
 
-TEST_CASE("lab16.allreduce.ring_cost") {
-    pd::lab::needs([] { ring_allreduce(1, 1, 1); });
+namespace {
+
+struct RingRank {
+    std::vector<float> x;  // after the all-reduce
+    long messages = 0, off_ring = 0;
+    double sent_bytes = 0;
+};
+
+// YOUR ring_allreduce on inputs.size() ranks, rank r starting from inputs[r].
+std::vector<RingRank> run_ring(const std::vector<std::vector<float>>& inputs) {
+    std::vector<RingRank> out(inputs.size());
+    run_ranks(int(inputs.size()), [&](ThreadComm& comm) {
+        CountingComm counted(comm);
+        RingRank& mine = out[std::size_t(comm.rank())];
+        mine.x = inputs[std::size_t(comm.rank())];
+        ring_allreduce(counted, mine.x);
+        mine.messages = counted.messages, mine.off_ring = counted.off_ring, mine.sent_bytes = counted.sent_bytes;
+    });
+    return out;
+}
+
+// The lengths each rank count is tried on: empty, one value, shorter than R,
+// just past R (chunks of unequal length), and a seeded odd length.
+std::vector<std::size_t> ring_lengths(Inputs& in, int R) {
+    return {0, 1, std::size_t(R - 1), std::size_t(R + 1), std::size_t(2 * in.integer(R, 150) + 1)};
+}
+
+// Runs every rank count and length with seeded values; check(R, inputs, ranks) judges each.
+template <class Check>
+void each_ring(Inputs& in, Check check) {
+    pd::lab::needs([] { run_ring(std::vector<std::vector<float>>{std::vector<float>{1.0f}}); });
+    for (int R : {1, 2, 3, 4})
+        for (std::size_t n : ring_lengths(in, R)) {
+            std::vector<std::vector<float>> inputs;
+            for (int r = 0; r < R; r++) inputs.push_back(in.normals(n));
+            INFO(R << " ranks, " << n << " values each");
+            check(R, inputs, run_ring(inputs));
+        }
+}
+
+}  // namespace
+
+TEST_CASE("lab16.ring.sums") {
+    Inputs in(8);
+    each_ring(in, [](int R, const std::vector<std::vector<float>>& inputs, const std::vector<RingRank>& got) {
+        const std::size_t n = inputs[0].size();
+        // The sum MPI_Allreduce computes, in double. The ring adds each value's
+        // R terms in its own order, in float: each of its R - 1 additions may
+        // round by 2^-24 of the running sum, so the two may differ by up to
+        // about (R - 1) 6e-8 sum |terms|; 1e-6 sum |terms| allows for that,
+        // and a value left out or added twice is far outside it.
+        bool near = true;
+        for (std::size_t i = 0; i < n; i++) {
+            double want = 0, size = 0;
+            for (const auto& x : inputs) want += x[i], size += std::abs(x[i]);
+            near = near && got[0].x.size() == n && std::abs(got[0].x[i] - want) <= 1e-6 * size;
+        }
+        observe(fmt::format("{} ranks, {} values: rank 0's sums", R, n), got[0].x, {1e-5, 1e-5});
+        CHECK_MESSAGE(near, "rank 0's result is not the element-wise sum over the ranks");
+        // Every rank must end with the same bits, or the ranks' greedy tokens could part.
+        for (int r = 1; r < R; r++)
+            CHECK_MESSAGE(got[std::size_t(r)].x == got[0].x, "rank " << r << " ended with other values than rank 0 "
+                                                             "(each chunk's sum must reach every rank as its owner made it)");
+    });
+}
+
+TEST_CASE("lab16.ring.messages") {
+    Inputs in(9);
+    each_ring(in, [](int R, const std::vector<std::vector<float>>& inputs, const std::vector<RingRank>& got) {
+        const std::size_t n = inputs[0].size(), longest = (n + std::size_t(R) - 1) / std::size_t(R);
+        double total = 0;
+        for (int r = 0; r < R; r++) {
+            const RingRank& k = got[std::size_t(r)];
+            INFO("rank " << r);
+            observe(fmt::format("{} ranks, {} values: rank {}'s messages", R, n, r), k.messages);
+            CHECK_MESSAGE(k.messages == 2 * (R - 1), "R - 1 steps of reduce-scatter and R - 1 of all-gather, one "
+                                                     "send_recv each: " << 2 * (R - 1) << "; yours " << k.messages);
+            CHECK_MESSAGE(k.off_ring == 0, k.off_ring << " messages went to or came from a rank that is not a "
+                                                         "neighbour in the ring (r + 1 or r - 1, mod R)");
+            // Each message one chunk: at most 2 (R - 1) chunks of the longest length, ceil(n / R).
+            CHECK_MESSAGE(k.sent_bytes <= 2.0 * (R - 1) * double(longest * sizeof(float)),
+                          "sent " << k.sent_bytes << " bytes: more than 2 (R - 1) chunks of ceil(n / R) floats");
+            total += k.sent_bytes;
+        }
+        // Every step the ranks pass R different chunks, all of x once: 2 (R - 1) n floats in all.
+        observe(fmt::format("{} ranks, {} values: bytes sent", R, n), total);
+        CHECK_MESSAGE(total == 2.0 * (R - 1) * double(n * sizeof(float)),
+                      "the ranks sent " << total << " bytes in all; a ring sends 2 (R - 1) n floats, "
+                                        << 2.0 * (R - 1) * double(n * sizeof(float)) << " bytes");
+    });
+}
+
+// ---- Task 5: ring_cost.
+
+TEST_CASE("lab16.cost.ring_cost") {
+    pd::lab::needs([] { ring_cost(1, 1, 1, 0); });
     struct Case {
         double bytes;
         int ranks;
-        double gbps, wire, ms;
+        double gbps, latency_us, wire, ms;
     };
-    // 1 MB over 2 ranks: 1 MB each way, 8 Mbit at 100 Gb/s = 0.08 ms; 4 ranks: 1.5 MB; 1 rank: nothing.
-    for (const Case& k : {Case{1e6, 2, 100, 1e6, 0.08}, Case{1e6, 4, 100, 1.5e6, 0.12}, Case{1e6, 1, 10, 0, 0},
-                          Case{4096, 8, 10, 7168, 0.0057344}}) {
-        const AllreduceCost a = ring_allreduce(k.bytes, k.ranks, k.gbps);
-        observe(fmt::format("{} bytes, {} ranks, {} Gb/s", k.bytes, k.ranks, k.gbps),
+    // 1 MB over 2 ranks: 1 MB each way, 8 Mbit at 100 Gb/s = 0.08 ms, plus 2 steps of 5 us; 4 ranks: 1.5 MB
+    // in 6 steps; 1 rank: nothing.
+    for (const Case& k : {Case{1e6, 2, 100, 5, 1e6, 0.09}, Case{1e6, 4, 100, 0, 1.5e6, 0.12},
+                          Case{1e6, 1, 10, 7, 0, 0}, Case{4096, 8, 10, 2, 7168, 0.0337344}}) {
+        const AllreduceCost a = ring_cost(k.bytes, k.ranks, k.gbps, k.latency_us);
+        observe(fmt::format("{} bytes, {} ranks, {} Gb/s, {} us", k.bytes, k.ranks, k.gbps, k.latency_us),
                 std::vector<double>{a.wire_bytes, a.ms}, {1e-9, 1e-9});
-        INFO(k.bytes << " bytes over " << k.ranks << " ranks at " << k.gbps << " Gb/s");
+        INFO(k.bytes << " bytes over " << k.ranks << " ranks at " << k.gbps << " Gb/s, " << k.latency_us << " us");
         CHECK(a.wire_bytes == doctest::Approx(k.wire));
         CHECK(a.ms == doctest::Approx(k.ms));
     }
     Inputs in(5);
     for (int t = 0; t < 100; t++) {
-        const double bytes = in.uniform(0, 1e9), gbps = in.uniform(0.1, 800);
+        const double bytes = in.uniform(0, 1e9), gbps = in.uniform(0.1, 800), us = in.uniform(0, 50);
         const int R = in.integer(1, 64);
-        const AllreduceCost a = ring_allreduce(bytes, R, gbps);
+        const AllreduceCost a = ring_cost(bytes, R, gbps, us);
         observe(fmt::format("random {}", t), std::vector<double>{a.wire_bytes, a.ms}, {1e-9, 1e-9});
         CHECK(a.wire_bytes == doctest::Approx(2.0 * (R - 1) / R * bytes));
-        CHECK(a.ms == doctest::Approx(2.0 * (R - 1) / R * bytes * 8 / gbps / 1e6));
+        CHECK(a.ms == doctest::Approx(2.0 * (R - 1) / R * bytes * 8 / gbps / 1e6 + 2.0 * (R - 1) * us / 1e3));
     }
-    for (double bad : {-1.0, double(NAN)}) CHECK_THROWS_AS(ring_allreduce(bad, 2, 10), pd::UserError);
-    CHECK_THROWS_WITH_AS(ring_allreduce(1, 0, 10), doctest::Contains("0"), pd::UserError);
-    CHECK_THROWS_WITH_AS(ring_allreduce(1, 2, -3), doctest::Contains("-3"), pd::UserError);
-    CHECK_THROWS_AS(ring_allreduce(1, 2, NAN), pd::UserError);
+    for (double bad : {-1.0, double(NAN)}) CHECK_THROWS_AS(ring_cost(bad, 2, 10, 0), pd::UserError);
+    CHECK_THROWS_WITH_AS(ring_cost(1, 0, 10, 0), doctest::Contains("0"), pd::UserError);
+    CHECK_THROWS_WITH_AS(ring_cost(1, 2, -3, 0), doctest::Contains("-3"), pd::UserError);
+    CHECK_THROWS_AS(ring_cost(1, 2, NAN, 0), pd::UserError);
+    CHECK_THROWS_WITH_AS(ring_cost(1, 2, 10, -4), doctest::Contains("-4"), pd::UserError);
+    CHECK_THROWS_AS(ring_cost(1, 2, 10, NAN), pd::UserError);
 }
 
 // ---- The whole split model against the engine.

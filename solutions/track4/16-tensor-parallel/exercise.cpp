@@ -1,7 +1,9 @@
 // Lab 16 reference solution.
 #include "exercise.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common.hpp"
 #include "engine/ops.hpp"
@@ -76,13 +78,44 @@ void tp_layer(ShardSublayers& sub, Comm& comm, std::span<float> x, std::span<flo
     add_inplace(x.data(), partial.data(), long(x.size()));
 }
 
-AllreduceCost ring_allreduce(double bytes, int ranks, double link_gbps) {
+namespace {
+
+// Chunk c (taken mod R) of n values cut into R: the first n % R chunks are one longer.
+std::span<float> chunk(std::span<float> x, int R, int c) {
+    const std::size_t n = x.size(), base = n / std::size_t(R), extra = n % std::size_t(R);
+    const std::size_t k = std::size_t((c % R + R) % R);
+    return x.subspan(k * base + std::min(k, extra), base + (k < extra ? 1 : 0));
+}
+
+}  // namespace
+
+void ring_allreduce(Comm& comm, std::span<float> x) {
+    const int R = comm.size(), r = comm.rank(), next = (r + 1) % R, prev = (r + R - 1) % R;
+    if (R == 1) return;  // the sum of one
+    std::vector<float> in(x.size() / std::size_t(R) + 1);
+    // Reduce-scatter: at step s rank r passes its running sum of chunk r - s on
+    // and adds its predecessor's sum of chunk r - s - 1 to its own. Chunk
+    // r - s - 1 then holds s + 2 ranks' values; after R - 1 steps chunk r + 1
+    // holds all R.
+    for (int s = 0; s < R - 1; s++) {
+        const std::span<float> mine = chunk(x, R, r - s - 1), got = std::span(in).first(mine.size());
+        comm.send_recv(chunk(x, R, r - s), next, got, prev);
+        for (std::size_t i = 0; i < mine.size(); i++) mine[i] += got[i];
+    }
+    // All-gather: rank r passes its whole chunk r + 1 on, then each chunk it
+    // receives, storing chunk r - s from its predecessor at step s: every rank
+    // ends with every chunk, each one the bits its owner summed.
+    for (int s = 0; s < R - 1; s++) comm.send_recv(chunk(x, R, r + 1 - s), next, chunk(x, R, r - s), prev);
+}
+
+AllreduceCost ring_cost(double bytes, int ranks, double link_gbps, double latency_us) {
     if (!(bytes >= 0)) fail("all-reduce of {} bytes: give a size of 0 or more", bytes);
     if (ranks < 1) fail("all-reduce over {} ranks: give at least 1", ranks);
     if (!(link_gbps > 0)) fail("a link of {} Gb/s: give a rate above 0", link_gbps);
+    if (!(latency_us >= 0)) fail("a latency of {} us: give 0 or more", latency_us);
     AllreduceCost a;
     a.wire_bytes = 2.0 * (ranks - 1) / ranks * bytes;
-    a.ms = a.wire_bytes * 8 / link_gbps / 1e6;
+    a.ms = a.wire_bytes * 8 / link_gbps / 1e6 + 2.0 * (ranks - 1) * latency_us / 1e3;
     return a;
 }
 
