@@ -6,7 +6,8 @@ The layers, bottom up (a file may include its own layer and those below):
   common    src/common.*            errors, formatting
   base      src/base/               the clock and timing statistics, hardware facts
   io        src/io/                 configs, checkpoints, tokenizers
-  engine    src/engine/, gpu/       the forward pass on each device
+  kernels   gpu/kernels/            the CUDA kernels and their launchers
+  engine    src/engine/, gpu/host/  the forward pass on each device
   load      src/load/               --model resolved into a loaded Model
   measure   src/measure/            benchmarks, quality, the roofline
   serve     src/serve/              serving (track 2)
@@ -27,7 +28,8 @@ from pathlib import Path
 # (folder relative to the kit, layer), most specific first.
 LAYERS = [
     ("gpu/dev", "pdlab"),
-    ("gpu", "engine"),
+    ("gpu/kernels", "kernels"),
+    ("gpu/host", "engine"),
     ("src/base", "base"),
     ("src/io", "io"),
     ("src/engine", "engine"),
@@ -37,7 +39,7 @@ LAYERS = [
     ("src/pdlab", "pdlab"),
     ("src", "common"),
 ]
-ORDER = ["common", "base", "io", "engine", "load", "measure", "serve", "pdlab"]
+ORDER = ["common", "base", "io", "kernels", "engine", "load", "measure", "serve", "pdlab"]
 SOURCES = (".hpp", ".cpp", ".h", ".cuh", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 CLI11_INCLUDE = re.compile(r'^\s*#\s*include\s+<CLI/')
@@ -56,8 +58,9 @@ def layer_of(path, root):
 
 
 def resolve(name, including, root):
-    """The file an #include "name" reaches: beside the includer, else under src/ or gpu/."""
-    for base in (including.parent, root / "src", root / "gpu"):
+    """The file an #include "name" reaches: beside the includer, else under src/ or
+    gpu/'s include folders (gpu/meson.build's gpu_inc)."""
+    for base in (including.parent, root / "src", root / "gpu" / "kernels", root / "gpu" / "host"):
         candidate = base / name
         if candidate.is_file():
             return candidate.resolve()

@@ -12,7 +12,7 @@
 //              head_dim (4-byte loads), local softmax per split, exact merge.
 //              The engine's kernel until GQA blocks replaced it: a KV head's
 //              keys are read once per query head of its group.
-//   version 4  the engine's kernel (gpu/attention.cu) on the contiguous
+//   version 4  the engine's kernel (gpu/kernels/attention.cu) on the contiguous
 //              cache: blocks per (128-key split, group of query heads sharing
 //              a KV head, sequence), 8 lanes x 16-byte loads per key (4 keys
 //              per warp), each key and value read once for the whole group.

@@ -9,10 +9,10 @@
 //              one head (a warp each); tiles of 64 keys and values are staged
 //              once in shared memory for all 8; online softmax (running max
 //              and sum, output rescaled as the max grows): no T x T scores.
-//   version 4  the engine's path for f32 models (gpu/attention.cu): cuBLAS
+//   version 4  the engine's path for f32 models (gpu/kernels/attention.cu): cuBLAS
 //              batched GEMMs S = Q K^T, a causal softmax kernel, O = P V, in
 //              query chunks.
-//   version 5  flash on bf16 tensor cores (gpu/attention_pair.cu's
+//   version 5  flash on bf16 tensor cores (gpu/kernels/attention_pair.cu's
 //              tiled_attention: lab 14's GPU twin, and the engine's path for
 //              bf16 models): 64 queries x 64 keys per tile, m16n16k16 wmma for
 //              Q K^T and P V, online softmax by a warp per row; f32 inputs

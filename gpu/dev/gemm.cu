@@ -1,7 +1,7 @@
 // cuBLAS bf16 GEMM rate on this card: what prefill is measured against.
 //
 // Times y (M, N) = x (M, K) . W^T with bf16 x and W, f32 accumulation and f32
-// y: exactly the products a bf16 model's prefill runs (gpu/matmul.cu), on the
+// y: exactly the products a bf16 model's prefill runs (gpu/kernels/matmul.cu), on the
 // Linear shapes of --model-shapes at M = --m rows, and on one large square
 // GEMM for reference. The model-shape rate (total FLOPs / total time) is
 // reported as gemm_tflops, the number check.sh judges prefill against; the

@@ -1,6 +1,6 @@
 // The products of one bf16 decode step at batch 1 (M = 1), step by step
 // (llm.c dev/cuda style): y (out) = W (out, in) . x (in), W and x bf16,
-// accumulated and written in f32, the shapes of gpu/matmul.cuh's linear().
+// accumulated and written in f32, the shapes of gpu/kernels/matmul.cuh's linear().
 // Memory-bound: every weight is read once for two FLOPs, so the time to beat
 // is weight bytes / copy bandwidth.
 //
@@ -15,8 +15,8 @@
 //              memory-bound kernel needs when a few warps per SM must cover
 //              the latency of HBM. The engine's decode product.
 //   version 4  cublasGemmEx with M = 1 (what the engine ran before the GEMV,
-//              and still runs for more than gpu/gemv.cuh's kGemvMaxRows rows).
-// Versions 2 and 3 are the engine's kernel (gpu/gemv_kernels.cuh) with 1 and 4
+//              and still runs for more than gpu/kernels/gemv.cuh's kGemvMaxRows rows).
+// Versions 2 and 3 are the engine's kernel (gpu/kernels/gemv_kernels.cuh) with 1 and 4
 // loads in flight.
 //
 // Each version is checked on every output of each distinct shape against a

@@ -1,7 +1,7 @@
 // The products of one int8 decode step at batch 1 (M = 1) (llm.c dev/cuda
 // style): y (out) = W (out, in) . x (in), W int8 with one f32 scale per group
 // of G inputs (the CPU's format, src/engine/quantize.hpp), x bf16, y f32: the
-// shapes and format of gpu/gemv.cuh's gemv_int8. Memory-bound: the time to
+// shapes and format of gpu/kernels/gemv.cuh's gemv_int8. Memory-bound: the time to
 // beat is the int8 bytes and their scales over the copy bandwidth, about half
 // of bf16's (gemv_bf16 times that one).
 //
@@ -9,7 +9,7 @@
 //              coalesced (the simplest kernel, and a second check of the twin).
 //   version 2  warp per output row, 16 weights per 16-byte load, 4 loads in
 //              flight per lane, int8 turned into f32 with __byte_perm: the
-//              engine's kernel (gpu/gemv_kernels.cuh).
+//              engine's kernel (gpu/kernels/gemv_kernels.cuh).
 //
 // Each version is checked on every output of each distinct shape against the
 // CPU twin (double, the same int8 values, scales and bf16 inputs) before it

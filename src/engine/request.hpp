@@ -1,5 +1,5 @@
 // The checks every request goes through before a backend sees it. The CPU
-// forward pass (model.cpp) and the CUDA engine (gpu/cuda_engine.cpp) both
+// forward pass (model.cpp) and the CUDA engine (gpu/host/cuda_engine.cpp) both
 // call these, so a bad request is refused in one place, with one message,
 // whichever device would have run it.
 #pragma once

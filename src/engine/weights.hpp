@@ -2,7 +2,7 @@
 // row-major and in f32, as loaded. Each backend prepares its own copy of the
 // matrices from these (as calm's prepare()/prepare_cuda()): the CPU packs
 // panels and oneDNN layouts (weights_cpu.hpp), the CUDA engine uploads the
-// rows as they are (gpu/cuda_engine.cpp).
+// rows as they are (gpu/host/cuda_engine.cpp).
 //
 // Who keeps the rows: a model is loaded for the engines it will serve
 // (Backends, model.hpp; pdlab asks for its --device). When the CPU packs and

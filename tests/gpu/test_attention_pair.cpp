@@ -1,5 +1,5 @@
-// gpu.pair: lab 14's pair on the GPU (gpu/attention_pair.cuh) and the engine's
-// flash prefill (gpu/attention.cuh's attention_prefill_flash), each against the
+// gpu.pair: lab 14's pair on the GPU (gpu/kernels/attention_pair.cuh) and the engine's
+// flash prefill (gpu/kernels/attention.cuh's attention_prefill_flash), each against the
 // lab's CPU naive kernel (labs/track3/14-attention-kernels/kernels.hpp) with
 // the llm.c-style check |gpu - cpu| <= atol + rtol |cpu|, at lengths that are
 // mostly not multiples of the 64-key tile or the 64-query block.

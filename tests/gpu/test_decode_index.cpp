@@ -1,6 +1,6 @@
 // gpu.host.decode_index: split-K decode attention's index math
-// (gpu/decode_index.cuh) run on the CPU the way the split and merge kernels of
-// gpu/attention.cu run it, over a paged layout with a shuffled block table,
+// (gpu/kernels/decode_index.cuh) run on the CPU the way the split and merge kernels of
+// gpu/kernels/attention.cu run it, over a paged layout with a shuffled block table,
 // against the CPU engine's attention_decode. Ragged lengths (1 key, a split
 // boundary and either side of it, several splits), blocks of 1, 3, 16 and 128
 // positions, and MHA, GQA and MQA groupings; the merge's warp of 32 lanes

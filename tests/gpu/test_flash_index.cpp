@@ -1,5 +1,5 @@
-// gpu.host.flash_index: the flash prefill's index math (gpu/flash_index.cuh)
-// run on the CPU the way tiled_attention_kernel (gpu/attention_pair.cu) runs
+// gpu.host.flash_index: the flash prefill's index math (gpu/kernels/flash_index.cuh)
+// run on the CPU the way tiled_attention_kernel (gpu/kernels/attention_pair.cu) runs
 // it: blocks of kFlashBr queries, warps of 16 rows, key tiles of kFlashBc
 // (zero-padded past the sequence, as the kernel stages them), the causal
 // count per row and tile, the tiles a warp skips, and the online softmax;

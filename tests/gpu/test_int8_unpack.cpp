@@ -1,5 +1,5 @@
-// gpu.host.int8_unpack: how the int8 GEMV (gpu/gemv_kernels.cuh) reads its
-// weights (gpu/int8_unpack.cuh), run on the CPU: the byte-permute unpacking of
+// gpu.host.int8_unpack: how the int8 GEMV (gpu/kernels/gemv_kernels.cuh) reads its
+// weights (gpu/kernels/int8_unpack.cuh), run on the CPU: the byte-permute unpacking of
 // every int8 value at every place of a 16-byte chunk, and a matrix read back
 // through the unpacking and the chunk-to-scale-group index against the CPU's
 // dequantize_rows, for every group size the GPU takes and rows whose length

@@ -1,6 +1,6 @@
-// gpu.host.kv_write_index: the KV writes' index math (gpu/kv_write_index.cuh
+// gpu.host.kv_write_index: the KV writes' index math (gpu/kernels/kv_write_index.cuh
 // and KVLayer::row) run on the CPU the way kv_write_kernel and
-// rope_kv_write_kernel (gpu/kv_cache.cu) run their grid-stride loops, into a
+// rope_kv_write_kernel (gpu/kernels/kv_cache.cu) run their grid-stride loops, into a
 // paged layout with a shuffled block table, against the CPU engine's rope and
 // kv_write: three sequences of ragged lengths, rows in shuffled order, a row
 // stride wider than the row, blocks of 1, 3, 16 and 64 positions, MHA, GQA

@@ -83,7 +83,7 @@ std::size_t tiled_attention(float* out, const float* q, const float* K, const fl
 std::size_t tiled_attention(float* out, const std::uint16_t* q, const std::uint16_t* K,
                             const std::uint16_t* V, const AttentionShape& s, cudaStream_t stream);
 // Strided f32 inputs, bf16 out: the engine's prefill of a bf16 model, whose
-// next product takes bf16 (gpu/attention.cu's attention_prefill_flash).
+// next product takes bf16 (gpu/kernels/attention.cu's attention_prefill_flash).
 std::size_t tiled_attention(std::uint16_t* out, const float* q, const float* K, const float* V,
                             const AttentionShape& s, const AttentionStrides& strides, cudaStream_t stream);
 // The same reading a bf16 cache (PDLAB_CUDA_KV=bf16): K and V staged as they are.

@@ -4,7 +4,7 @@
 // (weights_upload.hpp; never the CPU's packed copy, which a CUDA run does not
 // make), runs the host layer's step plans (src/engine/step_plan.hpp: the
 // CPU's checks and rows) as plan_staging.hpp stages them, enqueues the
-// forward pass (gpu/model.cu, decode steps as graphs: decode_graphs.hpp) and
+// forward pass (gpu/kernels/model.cu, decode steps as graphs: decode_graphs.hpp) and
 // brings the logits back to host memory. cuda_device.cpp says whether a GPU
 // is there.
 #include "cuda_engine.hpp"
@@ -214,7 +214,7 @@ public:
 private:
     CacheRoom room() const { return {cache_.seq_len, cache_.max_seq}; }
 
-    // Stages plan_ (gpu/plan_staging.hpp: its rows as they are, a batch
+    // Stages plan_ (gpu/host/plan_staging.hpp: its rows as they are, a batch
     // step's block tables) and enqueues its forward pass: a decode step's
     // captured graph, or every kernel. The logits land in st_.logits; the
     // caller fetches what it needs and then commits the plan.

@@ -19,7 +19,7 @@
 // product write their output in bf16 directly (see ops.cuh).
 // int8 weights: x bf16 as for bf16; the GEMV reads the int8 values and their
 // scales, cuBLAS the same weights dequantized to bf16 (uploaded once, see
-// gpu/cuda_engine.cpp's upload: why both).
+// gpu/host/cuda_engine.cpp's upload: why both).
 #pragma once
 
 #include <cstddef>
