@@ -128,7 +128,6 @@ std::vector<std::string> parse_precision_list(const BenchCliOptions& o) {
 
 // What ran, where, and how it was timed.
 void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& engine) {
-    const BenchOptions& b = o.bench;
     j["model"] = o.common.model;
     j["family"] = family_name(engine.config().family);
     j["precision"] = o.common.precision;
@@ -136,30 +135,38 @@ void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& e
     j["hardware"] = engine.hardware();
     j["cpu"] = cpu_model();
     j["threads"] = omp_get_max_threads();
-    j["batch"] = b.batch;
-    j["prompt_len"] = b.prompt_len;
-    j["steps"] = b.gen;
-    j["warmup"] = b.warmup;
-    j["repeats"] = b.repeats;
+    add_workload_fields(j, o.bench);
     j["timing_method"] = engine.timing_method();
     j["compiler"] = compiler_version();
     j["onednn"] = onednn_version();
 }
 
-void add_timing_fields(nlohmann::json& j, const BenchResult& r) {
+void add_workload_fields(nlohmann::json& j, const BenchOptions& b) {
+    j["batch"] = b.batch;
+    j["prompt_len"] = b.prompt_len;
+    j["steps"] = b.gen;
+    j["warmup"] = b.warmup;
+    j["repeats"] = b.repeats;
+}
+
+void add_speed_fields(nlohmann::json& j, const BenchResult& r) {
     j["prefill_ms"] = r.prefill_ms;
     j["prefill_ms_median"] = r.prefill.median;
-    j["prefill_ms_mean"] = r.prefill.mean;
     j["prefill_ms_stdev"] = r.prefill.stdev;
     j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
     j["decode_ms_per_token_median"] = r.decode_step.median;
-    j["decode_ms_per_token_mean"] = r.decode_step.mean;
     j["decode_ms_per_token_stdev"] = r.decode_step.stdev;
     j["decode_ms_per_token_p90"] = r.decode_step.p90;
     j["decode_tokens_per_s"] = r.decode_tokens_per_s;
+    j["final_cache_len"] = r.final_cache_len;
+}
+
+void add_timing_fields(nlohmann::json& j, const BenchResult& r) {
+    add_speed_fields(j, r);
+    j["prefill_ms_mean"] = r.prefill.mean;
+    j["decode_ms_per_token_mean"] = r.decode_step.mean;
     j["decode_step_ms"] = r.decode_step_ms;
     j["decode_context_mean"] = r.decode_context;
-    j["final_cache_len"] = r.final_cache_len;
     j["decode_allocations"] = r.decode_allocations;
     j["decode_threads_created"] = r.decode_threads_created;
     j["process_threads_before"] = r.threads_before;
