@@ -47,13 +47,15 @@ struct CompareOptions {
     BenchOptions bench;
 };
 
+// What `pdlab compare --help` says before the options.
+constexpr const char* kCompareAbout = R"(Run the same benchmark as `pdlab bench` on the CPU and on the GPU (--device cuda) and
+print them side by side: prefill time and tokens/s, decode ms per token, TTFT and TPOT
+(model-side: no tokenizer, no sampling), the hardware of each, and the GPU's speed-up.
+Needs a build with the CUDA backend and a GPU; refused with a message otherwise.
+Example: pdlab compare --model synthetic:bench-llama-125m --precision bf16 -P 512 -n 32)";
+
 CLI::App* add_compare_options(CLI::App& app, CompareOptions& o) {
-    auto* sub = app.add_subcommand("compare",
-        "Run the same benchmark as `pdlab bench` on the CPU and on the GPU (--device cuda) and\n"
-        "print them side by side: prefill time and tokens/s, decode ms per token, TTFT and TPOT\n"
-        "(model-side: no tokenizer, no sampling), the hardware of each, and the GPU's speed-up.\n"
-        "Needs a build with the CUDA backend and a GPU; refused with a message otherwise.\n"
-        "Example: pdlab compare --model synthetic:bench-llama-125m --precision bf16 -P 512 -n 32");
+    auto* sub = app.add_subcommand("compare", kCompareAbout);
     sub->add_option("--model,-m", o.model, model_help())->capture_default_str();
     sub->add_option("--precision", o.precision,
                     "f32, or bf16 (weights in bfloat16, products accumulated in float32), on both devices")
