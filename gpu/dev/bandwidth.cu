@@ -19,15 +19,15 @@ __global__ void copy_kernel(float4* dst, const float4* src, std::size_t n) {
 
 }  // namespace
 
+const char* const kHelp = R"(bandwidth: device memory copy bandwidth (read + write bytes per second).
+  --gib G       size of each buffer in GiB (2)
+  --repeats R   timed runs, median reported (10)
+  --json FILE   also write the results as JSON
+)";
+
 int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   "bandwidth: device memory copy bandwidth (read + write bytes per second).\n"
-                   "  --gib G       size of each buffer in GiB (2)\n"
-                   "  --repeats R   timed runs, median reported (10)\n"
-                   "  --json FILE   also write the results as JSON\n"};
-    args.maybe_help();
-    dev::require_gpu("bandwidth");
-    const dev::Card card = dev::card(args);
+    dev::Args args{argc, argv, kHelp};
+    const dev::Card card = dev::start(args, "bandwidth");
     const double gib = args.getf("--gib", 2.0);
     const int repeats = int(args.get("--repeats", 10));
     const std::size_t bytes = std::size_t(gib * 1024 * 1024 * 1024) / 16 * 16;

@@ -232,6 +232,14 @@ inline Card card(const Args& args) {
     return c;
 }
 
+// A harness's first steps: --help answered, a GPU required (exit 77 without
+// one), the card read and printed.
+inline Card start(const Args& args, const char* program) {
+    args.maybe_help();
+    require_gpu(program);
+    return card(args);
+}
+
 // One result line: time, bandwidth and FLOP rate against the card's peaks.
 inline void report(const char* version, double ms, double bytes, double flops, const Card& c) {
     const double gbs = bytes / (ms * 1e-3) / 1e9, tf = flops / (ms * 1e-3) / 1e12;
