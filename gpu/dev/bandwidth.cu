@@ -64,12 +64,7 @@ int main(int argc, char** argv) {
     std::printf("  float4 copy kernel           %8.3f ms  %8.1f GB/s (%5.1f%% of peak)\n", ms_kernel,
                 gbs_kernel, card.peak_gbs > 0 ? 100 * gbs_kernel / card.peak_gbs : 0.0);
     std::printf("RESULT copy_gbs=%.1f\n", best);
-    if (const char* path = args.value("--json")) {
-        FILE* f = std::fopen(path, "w");
-        if (!f) {
-            std::fprintf(stderr, "bandwidth: cannot write %s\n", path);
-            return 2;
-        }
+    if (FILE* f = dev::json_file(args, "bandwidth")) {
         std::fprintf(f, "{\n  \"card\": \"%s\",\n  \"bytes\": %zu,\n  \"memcpy_gbs\": %.1f,\n"
                         "  \"kernel_gbs\": %.1f,\n  \"copy_gbs\": %.1f,\n  \"peak_gbs\": %.1f\n}\n",
                      card.name.c_str(), bytes, gbs_memcpy, gbs_kernel, best, card.peak_gbs);

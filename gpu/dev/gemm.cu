@@ -121,12 +121,7 @@ int main(int argc, char** argv) {
     }
     std::printf("RESULT gemm_tflops=%.1f\n", model_rate);
     std::printf("RESULT gemm_square_tflops=%.1f\n", square_rate);
-    if (const char* path = args.value("--json")) {
-        FILE* f = std::fopen(path, "w");
-        if (!f) {
-            std::fprintf(stderr, "gemm: cannot write %s\n", path);
-            return 2;
-        }
+    if (FILE* f = dev::json_file(args, "gemm")) {
         std::fprintf(f, "{\n  \"card\": \"%s\",\n  \"m\": %d,\n  \"gemm_tflops\": %.1f,\n"
                         "  \"gemm_square_tflops\": %.1f\n}\n",
                      card.name.c_str(), M, model_rate, square_rate);
