@@ -195,17 +195,17 @@ struct Shapes {
     std::size_t kv_layer() const { return std::size_t(B) * Hkv * N * D; }  // K (or V) of one layer
 };
 
-const char* const kHelp =
-    "attention_decode: decode attention kernels, validated then timed against the floor.\n"
-    "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 split-K per head,\n"
-    "                 4 GQA split-K, 16-byte loads (engine), 5 the same through a block table,\n"
-    "                 6 the engine's kernel on a bf16 cache\n"
-    "  --batch B --heads H --kv-heads HKV --head-dim D --len N   shapes (1, 32, 8, 64, 2048)\n"
-    "  --layers L     layers of cache, each run covers all (16)\n"
-    "  --block-size S positions per block of version 5 (16)\n"
-    "  --repeats R    timed runs, median reported (20)\n"
-    "  --bandwidth-gbs X   copy bandwidth for the floor (gpu/dev/bandwidth; default: the card's peak)\n"
-    "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n";
+const char* const kHelp = R"(attention_decode: decode attention kernels, validated then timed against the floor.
+  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 split-K per head,
+                 4 GQA split-K, 16-byte loads (engine), 5 the same through a block table,
+                 6 the engine's kernel on a bf16 cache
+  --batch B --heads H --kv-heads HKV --head-dim D --len N   shapes (1, 32, 8, 64, 2048)
+  --layers L     layers of cache, each run covers all (16)
+  --block-size S positions per block of version 5 (16)
+  --repeats R    timed runs, median reported (20)
+  --bandwidth-gbs X   copy bandwidth for the floor (gpu/dev/bandwidth; default: the card's peak)
+  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead
+)";
 
 // False (after saying why) for shapes the kernels do not take.
 bool read_shapes(const dev::Args& args, Shapes& s) {

@@ -168,15 +168,15 @@ struct Shapes {
     bool tf32 = false;
 };
 
-const char* const kHelp =
-    "attention_prefill: causal prefill attention kernels, validated then timed.\n"
-    "  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 tiled flash,\n"
-    "                 4 cuBLAS + softmax (engine, f32 models), 5 flash on bf16 tensor cores\n"
-    "                 (engine, bf16 models), 6 the same reading bf16 inputs\n"
-    "  --heads H --kv-heads HKV --head-dim D --len T   shapes (16, 4, 64, 2048)\n"
-    "  --repeats R    timed runs, median reported (10)\n"
-    "  --tf32         let version 4 use TF32 tensor cores (as bf16 models do)\n"
-    "  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead\n";
+const char* const kHelp = R"(attention_prefill: causal prefill attention kernels, validated then timed.
+  --version V    0 = all (default), 1 naive, 2 block + shared softmax, 3 tiled flash,
+                 4 cuBLAS + softmax (engine, f32 models), 5 flash on bf16 tensor cores
+                 (engine, bf16 models), 6 the same reading bf16 inputs
+  --heads H --kv-heads HKV --head-dim D --len T   shapes (16, 4, 64, 2048)
+  --repeats R    timed runs, median reported (10)
+  --tf32         let version 4 use TF32 tensor cores (as bf16 models do)
+  --peak-gbs X --peak-tflops Y   the card's peaks, if its clocks mislead
+)";
 
 // False (after saying why) for shapes the kernels do not take.
 bool read_shapes(const dev::Args& args, Shapes& s) {

@@ -19,15 +19,15 @@ __global__ void copy_kernel(float4* dst, const float4* src, std::size_t n) {
 
 }  // namespace
 
+const char* const kHelp = R"(bandwidth: device memory copy bandwidth (read + write bytes per second).
+  --gib G       size of each buffer in GiB (2)
+  --repeats R   timed runs, median reported (10)
+  --json FILE   also write the results as JSON
+)";
+
 int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   "bandwidth: device memory copy bandwidth (read + write bytes per second).\n"
-                   "  --gib G       size of each buffer in GiB (2)\n"
-                   "  --repeats R   timed runs, median reported (10)\n"
-                   "  --json FILE   also write the results as JSON\n"};
-    args.maybe_help();
-    dev::require_gpu("bandwidth");
-    const dev::Card card = dev::card(args);
+    dev::Args args{argc, argv, kHelp};
+    const dev::Card card = dev::start(args, "bandwidth");
     const double gib = args.getf("--gib", 2.0);
     const int repeats = int(args.get("--repeats", 10));
     const std::size_t bytes = std::size_t(gib * 1024 * 1024 * 1024) / 16 * 16;
@@ -64,12 +64,7 @@ int main(int argc, char** argv) {
     std::printf("  float4 copy kernel           %8.3f ms  %8.1f GB/s (%5.1f%% of peak)\n", ms_kernel,
                 gbs_kernel, card.peak_gbs > 0 ? 100 * gbs_kernel / card.peak_gbs : 0.0);
     std::printf("RESULT copy_gbs=%.1f\n", best);
-    if (const char* path = args.value("--json")) {
-        FILE* f = std::fopen(path, "w");
-        if (!f) {
-            std::fprintf(stderr, "bandwidth: cannot write %s\n", path);
-            return 2;
-        }
+    if (FILE* f = dev::json_file(args, "bandwidth")) {
         std::fprintf(f, "{\n  \"card\": \"%s\",\n  \"bytes\": %zu,\n  \"memcpy_gbs\": %.1f,\n"
                         "  \"kernel_gbs\": %.1f,\n  \"copy_gbs\": %.1f,\n  \"peak_gbs\": %.1f\n}\n",
                      card.name.c_str(), bytes, gbs_memcpy, gbs_kernel, best, card.peak_gbs);

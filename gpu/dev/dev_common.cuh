@@ -232,6 +232,27 @@ inline Card card(const Args& args) {
     return c;
 }
 
+// A harness's first steps: --help answered, a GPU required (exit 77 without
+// one), the card read and printed.
+inline Card start(const Args& args, const char* program) {
+    args.maybe_help();
+    require_gpu(program);
+    return card(args);
+}
+
+// The file --json names, open for writing; nullptr without --json. Exits 2,
+// naming it, when it cannot be written.
+inline FILE* json_file(const Args& args, const char* program) {
+    const char* path = args.value("--json");
+    if (!path) return nullptr;
+    FILE* f = std::fopen(path, "w");
+    if (!f) {
+        std::fprintf(stderr, "%s: cannot write %s\n", program, path);
+        std::exit(2);
+    }
+    return f;
+}
+
 // One result line: time, bandwidth and FLOP rate against the card's peaks.
 inline void report(const char* version, double ms, double bytes, double flops, const Card& c) {
     const double gbs = bytes / (ms * 1e-3) / 1e9, tf = flops / (ms * 1e-3) / 1e12;

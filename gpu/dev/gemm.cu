@@ -49,17 +49,17 @@ float bf16_value(const __nv_bfloat16& h) { return __bfloat162float(h); }
 
 }  // namespace
 
+const char* const kHelp = R"(gemm: cuBLAS bf16 GEMM rate (bf16 inputs, f32 accumulate and output).
+  --m M          rows of x, the prompt length of a prefill (2048)
+  --shapes LIST  N:K pairs of the weight matrices (default: a Llama-1B layer)
+  --square S     size of the reference square GEMM (8192; 0 to skip)
+  --repeats R    timed runs, median reported (10)
+  --json FILE    also write the results as JSON
+)";
+
 int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   "gemm: cuBLAS bf16 GEMM rate (bf16 inputs, f32 accumulate and output).\n"
-                   "  --m M          rows of x, the prompt length of a prefill (2048)\n"
-                   "  --shapes LIST  N:K pairs of the weight matrices (default: a Llama-1B layer)\n"
-                   "  --square S     size of the reference square GEMM (8192; 0 to skip)\n"
-                   "  --repeats R    timed runs, median reported (10)\n"
-                   "  --json FILE    also write the results as JSON\n"};
-    args.maybe_help();
-    dev::require_gpu("gemm");
-    const dev::Card card = dev::card(args);
+    dev::Args args{argc, argv, kHelp};
+    const dev::Card card = dev::start(args, "gemm");
     const int M = int(args.get("--m", 2048)), square = int(args.get("--square", 8192));
     const int repeats = int(args.get("--repeats", 10));
     const char* shapes_arg = args.value("--shapes");
@@ -121,12 +121,7 @@ int main(int argc, char** argv) {
     }
     std::printf("RESULT gemm_tflops=%.1f\n", model_rate);
     std::printf("RESULT gemm_square_tflops=%.1f\n", square_rate);
-    if (const char* path = args.value("--json")) {
-        FILE* f = std::fopen(path, "w");
-        if (!f) {
-            std::fprintf(stderr, "gemm: cannot write %s\n", path);
-            return 2;
-        }
+    if (FILE* f = dev::json_file(args, "gemm")) {
         std::fprintf(f, "{\n  \"card\": \"%s\",\n  \"m\": %d,\n  \"gemm_tflops\": %.1f,\n"
                         "  \"gemm_square_tflops\": %.1f\n}\n",
                      card.name.c_str(), M, model_rate, square_rate);

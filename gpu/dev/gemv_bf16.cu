@@ -101,12 +101,13 @@ std::vector<dev::Version<Product>> versions(const pd::gpu::Blas& blas) {
 
 }  // namespace
 
+const char* const kHelp = R"(gemv_bf16: one bf16 decode step's products at M = 1, validated then timed.
+  --version V    0 = all (default), 1 thread per row, 2 warp per row, 3 warp per row
+                 with 4 loads in flight (the engine's), 4 cuBLAS
+)";
+
 int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   std::string("gemv_bf16: one bf16 decode step's products at M = 1, validated then timed.\n"
-                               "  --version V    0 = all (default), 1 thread per row, 2 warp per row, 3 warp per row\n"
-                               "                 with 4 loads in flight (the engine's), 4 cuBLAS\n") +
-                       dev::kStepHelp};
+    dev::Args args{argc, argv, std::string(kHelp) + dev::kStepHelp};
     args.maybe_help();
     dev::StepRun run = dev::start_step(args, "gemv_bf16", 8);
     const std::vector<Product> step =

@@ -87,12 +87,13 @@ std::vector<dev::Version<Product>> versions() {
 
 }  // namespace
 
+const char* const kHelp = R"(gemv_int8: one int8 decode step's products at M = 1, validated then timed.
+  --version V    0 = all (default), 1 thread per row, 2 warp per row (the engine's)
+  --group G      inputs per scale: 32, 64 (default) or 128
+)";
+
 int main(int argc, char** argv) {
-    dev::Args args{argc, argv,
-                   std::string("gemv_int8: one int8 decode step's products at M = 1, validated then timed.\n"
-                               "  --version V    0 = all (default), 1 thread per row, 2 warp per row (the engine's)\n"
-                               "  --group G      inputs per scale: 32, 64 (default) or 128\n") +
-                       dev::kStepHelp};
+    dev::Args args{argc, argv, std::string(kHelp) + dev::kStepHelp};
     args.maybe_help();
     const int group = int(args.get("--group", 64));
     if (group != 32 && group != 64 && group != 128) {

@@ -29,26 +29,28 @@ void accept_precision_list(CLI::App* sub) {
                            " A comma list (e.g. f32,bf16,int8) times them in turns (see above).");
 }
 
+// What `pdlab bench --help` says before the options.
+constexpr const char* kBenchAbout = R"(Time the two phases on random prompt tokens: B prompts of P tokens prefilled (one pass
+each), then --gen decode steps for all B sequences together. Warm-up runs are thrown
+away; the median, mean and stdev over --repeats runs are reported.
+Each phase is also set against its floor on this machine (see 'pdlab roofline --help'):
+  prefill >= FLOPs done / matrix peak   (a quick oneDNN probe, or --peak-gflops)
+  decode  >= (weight bytes + KV bytes read) / DRAM bandwidth per step
+The bandwidth is measured right before and right after the timed runs (0.3 s each):
+on a shared machine it drifts, so a ratio is only honest against its own run's.
+Run it under bench/malloc_count.so (LD_PRELOAD) to also count heap allocations and
+thread creations inside the decode loop (bench/run does).
+Several precisions (--precision f32,bf16,int8) load the model once in each, every one with
+its own KV cache and the same prompt, and take their decode steps in turns (f32, bf16,
+int8, f32, ...: a round is one step of each). Why: DRAM bandwidth drifts by a quarter
+within a minute on a shared machine, so runs made one after another can land on
+different phases and their ratio measures the drift; steps in turns share it. Each pair's
+speed-up is the median of its per-round ratios, printed next to what the bytes allow.
+Example: pdlab bench --model synthetic:bench-llama-125m --prompt-len 512 --gen 32 --threads 2
+         pdlab bench -m synthetic:bench-llama-125m --precision f32,bf16,int8 -P 128 -n 64 -r 3)";
+
 CLI::App* add_bench_options(CLI::App& app, BenchCliOptions& o) {
-    auto* sub = app.add_subcommand("bench",
-        "Time the two phases on random prompt tokens: B prompts of P tokens prefilled (one pass\n"
-        "each), then --gen decode steps for all B sequences together. Warm-up runs are thrown\n"
-        "away; the median, mean and stdev over --repeats runs are reported.\n"
-        "Each phase is also set against its floor on this machine (see 'pdlab roofline --help'):\n"
-        "  prefill >= FLOPs done / matrix peak   (a quick oneDNN probe, or --peak-gflops)\n"
-        "  decode  >= (weight bytes + KV bytes read) / DRAM bandwidth per step\n"
-        "The bandwidth is measured right before and right after the timed runs (0.3 s each):\n"
-        "on a shared machine it drifts, so a ratio is only honest against its own run's.\n"
-        "Run it under bench/malloc_count.so (LD_PRELOAD) to also count heap allocations and\n"
-        "thread creations inside the decode loop (bench/run does).\n"
-        "Several precisions (--precision f32,bf16,int8) load the model once in each, every one with\n"
-        "its own KV cache and the same prompt, and take their decode steps in turns (f32, bf16,\n"
-        "int8, f32, ...: a round is one step of each). Why: DRAM bandwidth drifts by a quarter\n"
-        "within a minute on a shared machine, so runs made one after another can land on\n"
-        "different phases and their ratio measures the drift; steps in turns share it. Each pair's\n"
-        "speed-up is the median of its per-round ratios, printed next to what the bytes allow.\n"
-        "Example: pdlab bench --model synthetic:bench-llama-125m --prompt-len 512 --gen 32 --threads 2\n"
-        "         pdlab bench -m synthetic:bench-llama-125m --precision f32,bf16,int8 -P 128 -n 64 -r 3");
+    auto* sub = app.add_subcommand("bench", kBenchAbout);
     add_common(sub, o.common);
     accept_precision_list(sub);
     o.group_size = sub->get_option("--group-size");
@@ -128,7 +130,6 @@ std::vector<std::string> parse_precision_list(const BenchCliOptions& o) {
 
 // What ran, where, and how it was timed.
 void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& engine) {
-    const BenchOptions& b = o.bench;
     j["model"] = o.common.model;
     j["family"] = family_name(engine.config().family);
     j["precision"] = o.common.precision;
@@ -136,30 +137,38 @@ void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& e
     j["hardware"] = engine.hardware();
     j["cpu"] = cpu_model();
     j["threads"] = omp_get_max_threads();
-    j["batch"] = b.batch;
-    j["prompt_len"] = b.prompt_len;
-    j["steps"] = b.gen;
-    j["warmup"] = b.warmup;
-    j["repeats"] = b.repeats;
+    add_workload_fields(j, o.bench);
     j["timing_method"] = engine.timing_method();
     j["compiler"] = compiler_version();
     j["onednn"] = onednn_version();
 }
 
-void add_timing_fields(nlohmann::json& j, const BenchResult& r) {
+void add_workload_fields(nlohmann::json& j, const BenchOptions& b) {
+    j["batch"] = b.batch;
+    j["prompt_len"] = b.prompt_len;
+    j["steps"] = b.gen;
+    j["warmup"] = b.warmup;
+    j["repeats"] = b.repeats;
+}
+
+void add_speed_fields(nlohmann::json& j, const BenchResult& r) {
     j["prefill_ms"] = r.prefill_ms;
     j["prefill_ms_median"] = r.prefill.median;
-    j["prefill_ms_mean"] = r.prefill.mean;
     j["prefill_ms_stdev"] = r.prefill.stdev;
     j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
     j["decode_ms_per_token_median"] = r.decode_step.median;
-    j["decode_ms_per_token_mean"] = r.decode_step.mean;
     j["decode_ms_per_token_stdev"] = r.decode_step.stdev;
     j["decode_ms_per_token_p90"] = r.decode_step.p90;
     j["decode_tokens_per_s"] = r.decode_tokens_per_s;
+    j["final_cache_len"] = r.final_cache_len;
+}
+
+void add_timing_fields(nlohmann::json& j, const BenchResult& r) {
+    add_speed_fields(j, r);
+    j["prefill_ms_mean"] = r.prefill.mean;
+    j["decode_ms_per_token_mean"] = r.decode_step.mean;
     j["decode_step_ms"] = r.decode_step_ms;
     j["decode_context_mean"] = r.decode_context;
-    j["final_cache_len"] = r.final_cache_len;
     j["decode_allocations"] = r.decode_allocations;
     j["decode_threads_created"] = r.decode_threads_created;
     j["process_threads_before"] = r.threads_before;

@@ -27,7 +27,11 @@ double decode_effective_gbps(const BenchResult& r);
 
 // What ran, where, and how it was timed.
 void add_run_fields(nlohmann::json& j, const BenchCliOptions& o, const Engine& engine);
-// One result's samples, statistics and checks.
+// The workload: batch, prompt_len, steps, warmup, repeats.
+void add_workload_fields(nlohmann::json& j, const BenchOptions& b);
+// The speeds bench and compare both report: medians, stdevs, tokens/s, final cache length.
+void add_speed_fields(nlohmann::json& j, const BenchResult& r);
+// One result's samples, statistics and checks (the speeds and the rest).
 void add_timing_fields(nlohmann::json& j, const BenchResult& r);
 // The ceilings of this run and the floors they imply (0 when not measured).
 void add_floor_fields(nlohmann::json& j, const BenchOptions& b, const BenchResult& r);

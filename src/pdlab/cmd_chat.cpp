@@ -109,13 +109,15 @@ int run_chat(ChatCliOptions& o) {
     return 0;
 }
 
+// What `pdlab chat --help` says before the options.
+constexpr const char* kChatAbout = R"(Chat in the terminal: each line you type is a user message; the model's answer streams back.
+The conversation goes through the checkpoint's chat_template (pdlab chat-prompt shows the
+prompt) and is prefilled whole at every turn, so the prompt and TTFT grow as it goes on.
+Reads standard input, so a file of lines works too.
+Example: pdlab chat -m ./Llama-3.2-1B-Instruct --system "Answer briefly.")";
+
 CLI::App* add_chat_options(CLI::App& app, ChatCliOptions& o) {
-    auto* sub = app.add_subcommand("chat",
-        "Chat in the terminal: each line you type is a user message; the model's answer streams back.\n"
-        "The conversation goes through the checkpoint's chat_template (pdlab chat-prompt shows the\n"
-        "prompt) and is prefilled whole at every turn, so the prompt and TTFT grow as it goes on.\n"
-        "Reads standard input, so a file of lines works too.\n"
-        "Example: pdlab chat -m ./Llama-3.2-1B-Instruct --system \"Answer briefly.\"");
+    auto* sub = app.add_subcommand("chat", kChatAbout);
     add_common(sub, o.common, false);
     sub->add_option("--system", o.system, "a system message to start the conversation with");
     sub->add_option("-n,--max-new-tokens", o.n, "the longest answer, in tokens")

@@ -45,12 +45,14 @@ int run_chat_prompt(const ChatPromptOptions& o) {
     return 0;
 }
 
+// What `pdlab chat-prompt --help` says before the options.
+constexpr const char* kChatPromptAbout = R"(Print the prompt a chat request gives the model: the checkpoint's chat_template
+(tokenizer_config.json) rendered with the messages, exactly as pdlab serve's
+/v1/chat/completions renders it, with add_generation_prompt on unless told.
+Example: pdlab chat-prompt -m ./Llama-3.2-1B-Instruct --messages chat.json --ids)";
+
 CLI::App* add_chat_prompt_options(CLI::App& app, ChatPromptOptions& o) {
-    auto* sub = app.add_subcommand("chat-prompt",
-        "Print the prompt a chat request gives the model: the checkpoint's chat_template\n"
-        "(tokenizer_config.json) rendered with the messages, exactly as pdlab serve's\n"
-        "/v1/chat/completions renders it, with add_generation_prompt on unless told.\n"
-        "Example: pdlab chat-prompt -m ./Llama-3.2-1B-Instruct --messages chat.json --ids");
+    auto* sub = app.add_subcommand("chat-prompt", kChatPromptAbout);
     sub->add_option("--model,-m", o.model, model_help())->capture_default_str();
     sub->add_option("--messages", o.messages,
                     "a JSON file: the messages, [{\"role\": \"system\"|\"user\"|\"assistant\", \"content\": \"...\"}, ...], "

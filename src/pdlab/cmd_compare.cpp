@@ -11,6 +11,7 @@
 
 #include "measure/bench.hpp"
 #include "cli_common.hpp"
+#include "cmd_bench.hpp"
 #include "commands.hpp"
 #include "base/hardware.hpp"
 #include "startup_load.hpp"
@@ -29,17 +30,9 @@ nlohmann::json side_json(const Side& s) {
     j["device"] = s.device;
     j["hardware"] = s.hardware;
     j["timing_method"] = s.timing_method;
-    j["prefill_ms"] = s.r.prefill_ms;
-    j["prefill_ms_median"] = s.r.prefill.median;
-    j["prefill_ms_stdev"] = s.r.prefill.stdev;
-    j["prefill_tokens_per_s"] = s.r.prefill_tokens_per_s;
-    j["decode_ms_per_token_median"] = s.r.decode_step.median;
-    j["decode_ms_per_token_stdev"] = s.r.decode_step.stdev;
-    j["decode_ms_per_token_p90"] = s.r.decode_step.p90;
-    j["decode_tokens_per_s"] = s.r.decode_tokens_per_s;
+    add_speed_fields(j, s.r);
     j["ttft_ms"] = s.r.prefill.median;
     j["tpot_ms"] = s.r.decode_step.median;
-    j["final_cache_len"] = s.r.final_cache_len;
     return j;
 }
 
@@ -54,13 +47,15 @@ struct CompareOptions {
     BenchOptions bench;
 };
 
+// What `pdlab compare --help` says before the options.
+constexpr const char* kCompareAbout = R"(Run the same benchmark as `pdlab bench` on the CPU and on the GPU (--device cuda) and
+print them side by side: prefill time and tokens/s, decode ms per token, TTFT and TPOT
+(model-side: no tokenizer, no sampling), the hardware of each, and the GPU's speed-up.
+Needs a build with the CUDA backend and a GPU; refused with a message otherwise.
+Example: pdlab compare --model synthetic:bench-llama-125m --precision bf16 -P 512 -n 32)";
+
 CLI::App* add_compare_options(CLI::App& app, CompareOptions& o) {
-    auto* sub = app.add_subcommand("compare",
-        "Run the same benchmark as `pdlab bench` on the CPU and on the GPU (--device cuda) and\n"
-        "print them side by side: prefill time and tokens/s, decode ms per token, TTFT and TPOT\n"
-        "(model-side: no tokenizer, no sampling), the hardware of each, and the GPU's speed-up.\n"
-        "Needs a build with the CUDA backend and a GPU; refused with a message otherwise.\n"
-        "Example: pdlab compare --model synthetic:bench-llama-125m --precision bf16 -P 512 -n 32");
+    auto* sub = app.add_subcommand("compare", kCompareAbout);
     sub->add_option("--model,-m", o.model, model_help())->capture_default_str();
     sub->add_option("--precision", o.precision,
                     "f32, or bf16 (weights in bfloat16, products accumulated in float32), on both devices")
@@ -124,16 +119,11 @@ void print_comparison(const CompareOptions& o, const Side& cpu, const Side& gpu)
 }
 
 nlohmann::json comparison_json(const CompareOptions& o, const Config& config, const Side& cpu, const Side& gpu) {
-    const BenchOptions& b = o.bench;
     nlohmann::json j;
     j["model"] = o.model;
     j["family"] = family_name(config.family);
     j["precision"] = o.precision;
-    j["batch"] = b.batch;
-    j["prompt_len"] = b.prompt_len;
-    j["steps"] = b.gen;
-    j["warmup"] = b.warmup;
-    j["repeats"] = b.repeats;
+    add_workload_fields(j, o.bench);
     j["threads"] = omp_get_max_threads();
     j["cpu"] = side_json(cpu);
     j["cuda"] = side_json(gpu);

@@ -28,11 +28,13 @@ struct GenerateCliOptions {
     int speculate = -1;       // --speculate: draft tokens per target pass (-1: not given, 4 with --draft)
 };
 
+// What `pdlab generate --help` says before the options.
+constexpr const char* kGenerateAbout = R"(Generate text: prefill the prompt in one pass, then decode one token per step.
+Prints the text as it is produced and the phase timings (prefill, TTFT, TPOT) on stderr.
+Example: pdlab generate --prompt "Once upon a time" -n 40 --greedy)";
+
 CLI::App* add_generate_options(CLI::App& app, GenerateCliOptions& o) {
-    auto* sub = app.add_subcommand("generate",
-        "Generate text: prefill the prompt in one pass, then decode one token per step.\n"
-        "Prints the text as it is produced and the phase timings (prefill, TTFT, TPOT) on stderr.\n"
-        "Example: pdlab generate --prompt \"Once upon a time\" -n 40 --greedy");
+    auto* sub = app.add_subcommand("generate", kGenerateAbout);
     add_common(sub, o.common);
     add_prompt(sub, o.prompt);
     sub->add_option("-n,--max-new-tokens", o.n, "tokens to generate")

@@ -36,12 +36,14 @@ static std::string eos_line(const Config& c) {
     return fmt::format("{} {}", c.eos_ids.size() == 1 ? "id" : "any of ids", fmt::join(c.eos_ids, ", "));
 }
 
+// What `pdlab info --help` says before the options.
+constexpr const char* kInfoAbout = R"(Load a model and print its family, shapes, parameter count, weight bytes and KV-cache
+bytes per token (2 x layers x KV heads x head_dim x bytes per element).
+Example: pdlab info --model synthetic:bench-llama-125m)";
+
 Command add_info(CLI::App& app) {
     auto o = std::make_shared<CommonOptions>();
-    auto* sub = app.add_subcommand("info",
-        "Load a model and print its family, shapes, parameter count, weight bytes and KV-cache\n"
-        "bytes per token (2 x layers x KV heads x head_dim x bytes per element).\n"
-        "Example: pdlab info --model synthetic:bench-llama-125m");
+    auto* sub = app.add_subcommand("info", kInfoAbout);
     add_common(sub, *o, false);
     return {sub, [o]() {
         Session s = load_session(*o);

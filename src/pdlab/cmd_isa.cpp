@@ -9,13 +9,15 @@
 
 namespace pd::cli {
 
+// What `pdlab isa --help` says before the options.
+constexpr const char* kIsaAbout = R"(Show the instruction set the CPU kernels use on this machine. One build carries kernels for
+AVX-512, AVX2, NEON (ARM64) and a portable fallback, and picks the best this CPU runs.
+Set PDLAB_ISA to one of the names listed to run a lesser one instead (to test or compare
+the path a student's laptop takes), e.g.  PDLAB_ISA=avx2 pdlab bench ...)";
+
 Command add_isa(CLI::App& app) {
     auto list = std::make_shared<bool>(false);
-    auto* sub = app.add_subcommand("isa",
-        "Show the instruction set the CPU kernels use on this machine. One build carries kernels for\n"
-        "AVX-512, AVX2, NEON (ARM64) and a portable fallback, and picks the best this CPU runs.\n"
-        "Set PDLAB_ISA to one of the names listed to run a lesser one instead (to test or compare\n"
-        "the path a student's laptop takes), e.g.  PDLAB_ISA=avx2 pdlab bench ...");
+    auto* sub = app.add_subcommand("isa", kIsaAbout);
     sub->add_flag("--list", *list, "print only the names PDLAB_ISA accepts here, best first");
     return {sub, [list]() {
         std::string names;

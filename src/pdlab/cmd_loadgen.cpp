@@ -31,12 +31,14 @@ struct LoadgenCliOptions {
     serve::ClientOptions client;
 };
 
+// What `pdlab loadgen --help` says before the options.
+constexpr const char* kLoadgenAbout = R"(Send a trace of streaming completion requests to a server (pdlab serve, vLLM, llama-server...)
+at their arrival times, each from its own client thread, and report the latencies the clients
+observed: TTFT, TPOT, ITL, end-to-end, with mean, median, p90 and p99, and throughput.
+Example: pdlab loadgen --url http://127.0.0.1:8000 --rate 4 --num-requests 64)";
+
 CLI::App* add_loadgen_options(CLI::App& app, LoadgenCliOptions& o) {
-    auto* sub = app.add_subcommand("loadgen",
-        "Send a trace of streaming completion requests to a server (pdlab serve, vLLM, llama-server...)\n"
-        "at their arrival times, each from its own client thread, and report the latencies the clients\n"
-        "observed: TTFT, TPOT, ITL, end-to-end, with mean, median, p90 and p99, and throughput.\n"
-        "Example: pdlab loadgen --url http://127.0.0.1:8000 --rate 4 --num-requests 64");
+    auto* sub = app.add_subcommand("loadgen", kLoadgenAbout);
     sub->add_option("--url", o.url, "the server: http://HOST:PORT (or a full .../v1/completions URL)")->capture_default_str();
     sub->add_option("--trace", o.trace_file, "replay this JSONL trace (the serving labs' format) instead of generating one");
     sub->add_option("--rate", o.spec.rate_per_s, "Poisson arrival rate, requests per second (inf: all at once)")

@@ -7,6 +7,11 @@
 
 namespace pd::cli {
 
+// What `pdlab logits --help` says before the options.
+constexpr const char* kLogitsAbout = R"(Run one prefill pass and save the float32 logits of every prompt position, shape [P, V],
+as a NumPy .npy file (np.load reads it). Row i predicts the token after prompt token i.
+Example: pdlab logits --prompt-ids 1,2,3 --out logits.npy)";
+
 Command add_logits(CLI::App& app) {
     struct Opts {
         CommonOptions common;
@@ -14,10 +19,7 @@ Command add_logits(CLI::App& app) {
         std::string out;
     };
     auto o = std::make_shared<Opts>();
-    auto* sub = app.add_subcommand("logits",
-        "Run one prefill pass and save the float32 logits of every prompt position, shape [P, V],\n"
-        "as a NumPy .npy file (np.load reads it). Row i predicts the token after prompt token i.\n"
-        "Example: pdlab logits --prompt-ids 1,2,3 --out logits.npy");
+    auto* sub = app.add_subcommand("logits", kLogitsAbout);
     add_common(sub, o->common, false);
     add_prompt(sub, o->prompt);
     sub->add_option("--out,-o", o->out, "the .npy file to write")->required();

@@ -15,13 +15,15 @@ struct PerplexityOptions {
     std::string text;  // a file of paragraphs; default: the model's held-out text
 };
 
+// What `pdlab perplexity --help` says before the options.
+constexpr const char* kPerplexityAbout = R"(Perplexity of the model on a text: exp of the mean negative log-likelihood of each next
+token, every paragraph a fresh sequence, scored one position per decode step (so the
+decode kernels of --precision are what is measured). Lower is better; compare precisions
+on the same text. The bundled tiny model ships stories it never saw (heldout.txt).
+Example: pdlab perplexity --precision int8 --group-size 64)";
+
 CLI::App* add_perplexity_options(CLI::App& app, PerplexityOptions& o) {
-    auto* sub = app.add_subcommand("perplexity",
-        "Perplexity of the model on a text: exp of the mean negative log-likelihood of each next\n"
-        "token, every paragraph a fresh sequence, scored one position per decode step (so the\n"
-        "decode kernels of --precision are what is measured). Lower is better; compare precisions\n"
-        "on the same text. The bundled tiny model ships stories it never saw (heldout.txt).\n"
-        "Example: pdlab perplexity --precision int8 --group-size 64");
+    auto* sub = app.add_subcommand("perplexity", kPerplexityAbout);
     add_common(sub, o.common);
     sub->add_option("--text", o.text,
                     "text file, paragraphs separated by blank lines (default: the bundled model's "

@@ -35,17 +35,19 @@ struct ServeCliOptions {
     int kv_blocks = 0;  // 0: room for --max-seqs requests of the whole context
 };
 
+// What `pdlab serve --help` says before the options.
+constexpr const char* kServeAbout = R"(Serve the model over HTTP with the OpenAI completions API, streaming each token as it is
+chosen, and see what a user sees: time to first token includes queueing and the network.
+--batching continuous (the default): every step runs the next token of each running
+request and chunks of new prompts in ONE batch over a paged KV cache, so a new request
+joins at the next step. --batching serial: one request at a time, the others queue.
+  POST /v1/completions  {"prompt": "Once upon a time", "max_tokens": 40, "stream": true}
+  GET  /health, /metrics (Prometheus), /v1/models
+Example: pdlab serve --model tiny --port 8000, then pdlab loadgen --url http://127.0.0.1:8000
+SIGTERM or Ctrl-C: stop accepting, let requests in flight finish (--shutdown-grace), exit 0.)";
+
 CLI::App* add_serve_options(CLI::App& app, ServeCliOptions& o) {
-    auto* sub = app.add_subcommand("serve",
-        "Serve the model over HTTP with the OpenAI completions API, streaming each token as it is\n"
-        "chosen, and see what a user sees: time to first token includes queueing and the network.\n"
-        "--batching continuous (the default): every step runs the next token of each running\n"
-        "request and chunks of new prompts in ONE batch over a paged KV cache, so a new request\n"
-        "joins at the next step. --batching serial: one request at a time, the others queue.\n"
-        "  POST /v1/completions  {\"prompt\": \"Once upon a time\", \"max_tokens\": 40, \"stream\": true}\n"
-        "  GET  /health, /metrics (Prometheus), /v1/models\n"
-        "Example: pdlab serve --model tiny --port 8000, then pdlab loadgen --url http://127.0.0.1:8000\n"
-        "SIGTERM or Ctrl-C: stop accepting, let requests in flight finish (--shutdown-grace), exit 0.");
+    auto* sub = app.add_subcommand("serve", kServeAbout);
     add_common(sub, o.common, false);
     sub->add_option("--host", o.server.host, "address to listen on (127.0.0.1: this machine only)")->capture_default_str();
     sub->add_option("--port", o.server.port, "TCP port (0: any free one, printed at start)")

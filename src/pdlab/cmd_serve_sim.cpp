@@ -114,17 +114,19 @@ void add_speculation_flags(CLI::App* sub, ServeSimOptions& o) {
         ->check(CLI::Range(1, 64))->needs(k)->capture_default_str();
 }
 
+// What `pdlab serve-sim --help` says before the options.
+constexpr const char* kServeSimAbout = R"(Serve a stream of requests with one model: every step the scheduler puts the decode
+token of each running request and chunks of waiting prompts into ONE batch (continuous
+batching), under --max-seqs and --max-tokens-per-step. The trace is replayed in real
+time; the table uses vLLM's names (TTFT, TPOT, ITL, E2EL, throughput, goodput).
+--static admits a new batch only when the previous one has finished, for comparison.
+--engine paged (the default) keeps K/V in blocks of --block-size positions and computes a
+prompt prefix that an earlier request already computed only once (prefix caching).
+--speculative-k K checks up to K guessed tokens (prompt lookup) with each decode row.
+Example: pdlab serve-sim --rate 4 --num-requests 64 --max-seqs 8 --threads 2)";
+
 CLI::App* add_serve_sim_options(CLI::App& app, ServeSimOptions& o) {
-    auto* sub = app.add_subcommand("serve-sim",
-        "Serve a stream of requests with one model: every step the scheduler puts the decode\n"
-        "token of each running request and chunks of waiting prompts into ONE batch (continuous\n"
-        "batching), under --max-seqs and --max-tokens-per-step. The trace is replayed in real\n"
-        "time; the table uses vLLM's names (TTFT, TPOT, ITL, E2EL, throughput, goodput).\n"
-        "--static admits a new batch only when the previous one has finished, for comparison.\n"
-        "--engine paged (the default) keeps K/V in blocks of --block-size positions and computes a\n"
-        "prompt prefix that an earlier request already computed only once (prefix caching).\n"
-        "--speculative-k K checks up to K guessed tokens (prompt lookup) with each decode row.\n"
-        "Example: pdlab serve-sim --rate 4 --num-requests 64 --max-seqs 8 --threads 2");
+    auto* sub = app.add_subcommand("serve-sim", kServeSimAbout);
     add_common(sub, o.common);
     add_workload_flags(sub, o);
     sub->add_option("--max-seqs", o.limits.max_seqs, "sequences running at once (the batch)")

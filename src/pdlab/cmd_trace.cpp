@@ -7,6 +7,12 @@
 
 namespace pd::cli {
 
+// What `pdlab trace --help` says before the options.
+constexpr const char* kTraceAbout = R"(Trace greedy generation phase by phase: how many tokens each forward pass consumed, how
+the cache grew, the usable K/V shape [B, H_kv, S, D] per layer, and which position's
+logits chose each output token. Prefill produces token 1; each decode step one more.
+Example: pdlab trace --model synthetic:mha-h8-d64 --prompt-ids 1,2,3,4 -n 2)";
+
 Command add_trace(CLI::App& app) {
     struct Opts {
         CommonOptions common;
@@ -15,11 +21,7 @@ Command add_trace(CLI::App& app) {
         bool no_cache = false;
     };
     auto o = std::make_shared<Opts>();
-    auto* sub = app.add_subcommand("trace",
-        "Trace greedy generation phase by phase: how many tokens each forward pass consumed, how\n"
-        "the cache grew, the usable K/V shape [B, H_kv, S, D] per layer, and which position's\n"
-        "logits chose each output token. Prefill produces token 1; each decode step one more.\n"
-        "Example: pdlab trace --model synthetic:mha-h8-d64 --prompt-ids 1,2,3,4 -n 2");
+    auto* sub = app.add_subcommand("trace", kTraceAbout);
     add_common(sub, o->common, false);
     add_prompt(sub, o->prompt);
     sub->add_option("-n,--max-new-tokens", o->n, "tokens to generate")->check(CLI::Range(0, 1 << 20).description("(0 or more)"))->capture_default_str();

@@ -49,19 +49,11 @@ BatchingWorker::BatchingWorker(ServingEngine& engine, Tokenizer tokenizer, Serve
 
 BatchingWorker::~BatchingWorker() { shutdown(); }
 
-bool BatchingWorker::submit(std::shared_ptr<Job> job) {
-    metrics_.queued();
-    if (inbox_.push(std::move(job))) return true;
-    metrics_.finished("abort", 0, 0, false);
-    return false;
-}
+bool BatchingWorker::submit(std::shared_ptr<Job> job) { return submit_job(inbox_, std::move(job), metrics_); }
 
 void BatchingWorker::abort_all() {
     aborting_ = true;  // the scheduler's requests are cancelled at the worker's next step
-    for (const auto& job : inbox_.take_all()) {
-        job->emit({"", 0, "abort", ""});
-        metrics_.finished("abort", int(job->request.prompt.size()), 0, false);
-    }
+    abort_waiting(inbox_, metrics_);
 }
 
 void BatchingWorker::shutdown() {

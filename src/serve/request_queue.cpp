@@ -41,4 +41,18 @@ int RequestQueue::size() const {
     return int(jobs_.size());
 }
 
+bool submit_job(RequestQueue& queue, std::shared_ptr<Job> job, ServerMetrics& metrics) {
+    metrics.queued();
+    if (queue.push(std::move(job))) return true;
+    metrics.finished("abort", 0, 0, false);
+    return false;
+}
+
+void abort_waiting(RequestQueue& queue, ServerMetrics& metrics) {
+    for (const auto& job : queue.take_all()) {
+        job->emit({"", 0, "abort", ""});
+        metrics.finished("abort", int(job->request.prompt.size()), 0, false);
+    }
+}
+
 }  // namespace pd::serve

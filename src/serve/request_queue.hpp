@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "serve/job.hpp"
+#include "serve/server_metrics.hpp"
 
 namespace pd::serve {
 
@@ -29,5 +30,11 @@ private:
     std::deque<std::shared_ptr<Job>> jobs_;
     bool closed_ = false;
 };
+
+// What both workers do with their queue. submit_job queues `job`, counted in
+// `metrics`; false, counted as an abort, once the queue is closed.
+bool submit_job(RequestQueue& queue, std::shared_ptr<Job> job, ServerMetrics& metrics);
+// Ends every waiting job with finish_reason "abort", counted in `metrics`.
+void abort_waiting(RequestQueue& queue, ServerMetrics& metrics);
 
 }  // namespace pd::serve

@@ -25,19 +25,11 @@ SerialWorker::SerialWorker(Engine& engine, Tokenizer tokenizer, ServerMetrics& m
 
 SerialWorker::~SerialWorker() { shutdown(); }
 
-bool SerialWorker::submit(std::shared_ptr<Job> job) {
-    metrics_.queued();
-    if (queue_.push(std::move(job))) return true;
-    metrics_.finished("abort", 0, 0, false);
-    return false;
-}
+bool SerialWorker::submit(std::shared_ptr<Job> job) { return submit_job(queue_, std::move(job), metrics_); }
 
 void SerialWorker::abort_all() {
     aborting_ = true;  // the running job stops at its next token
-    for (const auto& job : queue_.take_all()) {
-        job->emit({"", 0, "abort", ""});
-        metrics_.finished("abort", int(job->request.prompt.size()), 0, false);
-    }
+    abort_waiting(queue_, metrics_);
 }
 
 void SerialWorker::shutdown() {

@@ -138,6 +138,18 @@ def load_checkpoint(folder):
     return cfg, sd
 
 
+def extend_cache(cache, layer, k, v):
+    """Layer's keys and values [heads, positions, hd] after the cached ones; stored back
+    into cache (a list, a slot a layer) when there is one."""
+    if cache is None:
+        return k, v
+    if cache[layer] is not None:
+        k = torch.cat([cache[layer][0], k], dim=1)
+        v = torch.cat([cache[layer][1], v], dim=1)
+    cache[layer] = (k, v)
+    return k, v
+
+
 # --------------------------------------------------------------------------
 # GPT-2
 # --------------------------------------------------------------------------
@@ -208,11 +220,7 @@ class GPT2Ref:
             q = q.view(T, self.n_head, self.hd).transpose(0, 1)
             k = k.view(T, self.n_head, self.hd).transpose(0, 1)
             v = v.view(T, self.n_head, self.hd).transpose(0, 1)
-            if cache is not None:
-                if cache[l] is not None:
-                    k = torch.cat([cache[l][0], k], dim=1)
-                    v = torch.cat([cache[l][1], v], dim=1)
-                cache[l] = (k, v)
+            k, v = extend_cache(cache, l, k, v)
             S = k.shape[1]
             att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd)
             # query i (absolute start+i) sees keys j <= start+i
@@ -350,11 +358,7 @@ class LlamaRef:
             k = k.view(T, self.nkv, self.hd).transpose(0, 1)
             v = v.view(T, self.nkv, self.hd).transpose(0, 1)
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
-            if cache is not None:
-                if cache[l] is not None:
-                    k = torch.cat([cache[l][0], k], dim=1)
-                    v = torch.cat([cache[l][1], v], dim=1)
-                cache[l] = (k, v)
+            k, v = extend_cache(cache, l, k, v)
             S = k.shape[1]
             if self.variant.get("gqa") == "mod":
                 k, v = k.repeat(group, 1, 1), v.repeat(group, 1, 1)

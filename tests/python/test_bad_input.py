@@ -90,8 +90,6 @@ Prints PASS/FAIL/SKIP per case with the first stderr line seen and ends with
 "N passed, M failed" (skips not counted); exit 0 only if none failed.
 """
 
-import argparse
-import fnmatch
 import json
 import os
 import re
@@ -111,9 +109,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import hf_models  # noqa: E402
 import make_checkpoint as mc  # noqa: E402
+from case_options import case_parser, chosen_cases, pdlab_program  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_PDLAB = os.path.join(ROOT, "build", "src", "pdlab", "pdlab")
 CRASH_TEXT = re.compile(r"terminate called|Segmentation|Aborted|core dumped|AddressSanitizer|"
                         r"UndefinedBehaviorSanitizer|runtime error:|Assertion .* failed|std::bad_alloc",
                         re.IGNORECASE)
@@ -669,27 +666,16 @@ def build_cmd(pdlab, command, model, extra, work, name):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pdlab", default=DEFAULT_PDLAB)
-    ap.add_argument("--only", help="comma-separated case names or globs")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--timeout", type=int, default=60)
+    ap = case_parser(__doc__, timeout=60)
     ap.add_argument("--verbose", "-v", action="store_true", help="print the full stderr of each case")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    cases = CASES
-    if a.only:
-        pats = a.only.split(",")
-        cases = [c for c in CASES if any(fnmatch.fnmatchcase(c[0], p) for p in pats)]
-        if not cases:
-            sys.exit("no case matches --only %s" % a.only)
+    cases = chosen_cases(CASES, a.only)
     if a.list:
         for c in cases:
             print("%-24s %-9s %s" % (c[0], c[2], c[4]))
         return
-    if not os.access(a.pdlab, os.X_OK):
-        sys.exit("pdlab not found or not executable: %s" % a.pdlab)
-    pdlab = os.path.abspath(a.pdlab)
+    pdlab = pdlab_program(a.pdlab)
     gpu = has_nvidia_gpu()
     n_ok = n_bad = 0
     with tempfile.TemporaryDirectory(prefix="pdlab_t_") as work:

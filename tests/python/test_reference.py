@@ -30,8 +30,6 @@ Prints one PASS/FAIL line per case and ends with "N passed, M failed";
 exit 0 only if all passed. --keep DIR keeps the checkpoints and outputs.
 """
 
-import argparse
-import fnmatch
 import json
 import os
 import shlex
@@ -49,9 +47,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import hf_models  # noqa: E402
 import make_checkpoint as mc  # noqa: E402
+from case_options import case_parser, chosen_cases, pdlab_program  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_PDLAB = os.path.join(ROOT, "build", "src", "pdlab", "pdlab")
 N_GEN = 16
 ATOL, RTOL = 1e-4, 1e-3
 REL_L2 = 2e-4  # f32 logits: relative L2 error against the reference, at most
@@ -319,31 +316,20 @@ def select_isa(pdlab, isa):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pdlab", default=DEFAULT_PDLAB)
-    ap.add_argument("--only", help="comma-separated case names or globs")
-    ap.add_argument("--list", action="store_true")
+    ap = case_parser(__doc__, timeout=120)
     ap.add_argument("--keep", help="keep checkpoints and outputs in this folder")
     ap.add_argument("--extra", default="", help="extra arguments for every pdlab call, e.g. '--threads 1'")
-    ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--skip-no-cache", action="store_true", help="do not also run generate --no-cache")
     ap.add_argument("--isa", help="run pdlab with PDLAB_ISA=ISA (skipped, exit 77, where this CPU cannot "
                                   "run it or it is the best one, which the plain run covers)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    cases = CASES
-    if a.only:
-        pats = a.only.split(",")
-        cases = [c for c in CASES if any(fnmatch.fnmatchcase(c[0], p) for p in pats)]
-        if not cases:
-            sys.exit("no case matches --only %s; cases: %s" % (a.only, ", ".join(c[0] for c in CASES)))
+    cases = chosen_cases(CASES, a.only)
     if a.list:
         for c in cases:
             print(c[0])
         return
-    if not os.access(a.pdlab, os.X_OK):
-        sys.exit("pdlab not found or not executable: %s" % a.pdlab)
-    pdlab = os.path.abspath(a.pdlab)
+    pdlab = pdlab_program(a.pdlab)
     if a.isa:
         select_isa(pdlab, a.isa)
     extra = shlex.split(a.extra)

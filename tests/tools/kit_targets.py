@@ -45,7 +45,7 @@ def check_suite_targets(kit, build):
     if handouts.returncode == 0 and not wanted <= set(handouts.stdout.split()):
         bad.append(f"suite-targets handouts lacks pdlab or lab 03's program: {handouts.stdout.split()}")
     if suite_targets(kit, build, "layers").stdout:
-        bad.append("suite-targets layers lists targets: its one test runs a script on the sources")
+        bad.append("suite-targets layers lists targets: its tests run scripts on the sources")
     unknown = suite_targets(kit, build, "no-such-suite")
     if unknown.returncode != 2 or "no suite no-such-suite" not in unknown.stderr:
         bad.append(f"suite-targets no-such-suite: exit {unknown.returncode}, {unknown.stderr!r}")

@@ -1,5 +1,6 @@
 // Helpers shared by the unit tests: random inputs, the llm.c-style
-// closeness check |got - ref| <= atol + rtol * |ref|, and lists of EOS ids.
+// closeness check |got - ref| <= atol + rtol * |ref|, lists of EOS ids, and the
+// message of a refusal.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+
+#include "common.hpp"
 
 namespace pd::test {
 
@@ -66,6 +69,18 @@ inline std::vector<std::vector<int>> eos_lists_hitting(const std::vector<int>& r
 // of eos_lists_hitting(run, p) stops it.
 inline std::vector<int> until_first(const std::vector<int>& run, std::size_t p) {
     return {run.begin(), std::find(run.begin(), run.end(), run[p]) + 1};
+}
+
+// The message of the pd::UserError that f() throws ("" when it throws none):
+// what a test of a refusal looks into.
+template <class F>
+std::string user_error_of(F&& f) {
+    try {
+        f();
+    } catch (const pd::UserError& e) {
+        return e.what();
+    }
+    return "";
 }
 
 }  // namespace pd::test

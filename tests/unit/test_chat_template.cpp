@@ -7,6 +7,7 @@
 #include <ctime>
 #include <string>
 
+#include "check.hpp"
 #include "common.hpp"
 #include "io/chat_template.hpp"
 #include "io/template_parser.hpp"
@@ -29,12 +30,7 @@ Json chat(std::initializer_list<std::pair<const char*, const char*>> turns) {
 }
 
 std::string refusal(const std::string& source) {
-    try {
-        ChatTemplate(source, kTokens);
-    } catch (const pd::UserError& e) {
-        return e.what();
-    }
-    return "";
+    return pd::test::user_error_of([&] { ChatTemplate(source, kTokens); });
 }
 
 std::string render_error(const std::string& source, const Json& messages) {

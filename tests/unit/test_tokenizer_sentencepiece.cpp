@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check.hpp"
 #include "common.hpp"
 #include "io/normalizer.hpp"
 #include "io/tokenizer.hpp"
@@ -70,14 +71,7 @@ json metaspace_style(const std::string& scheme) {
 
 Tokenizer load(const json& j) { return Tokenizer::from_json_text(j.dump(), "test.json"); }
 
-std::string spm_load_error(const json& j) {
-    try {
-        load(j);
-    } catch (const pd::UserError& e) {
-        return e.what();
-    }
-    return "";
-}
+std::string spm_load_error(const json& j) { return pd::test::user_error_of([&] { load(j); }); }
 
 std::vector<std::string> stream(const Tokenizer& tok, const Ids& ids) {
     StreamDecoder d(tok);
