@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Grades a small class of lab 08, 09, 15, 16 or 17 with pdlab-grade and checks
+"""Grades a small class of lab 08, 09, 14, 15, 16 or 17 with pdlab-grade and checks
 every row (issue 33: the track 2 labs graded like lab 03, whose classes are
 grade_fake_class.py and grade_hostile_class.py; issue 34: labs 15, 16 and 17
 too; lab 17's last output check scales its points with goodput: honest gets
-all of them, a forger none).
+all of them, a forger none; issue 50: lab 14's whole tiled kernel).
 
 Students:
   honest         the reference solution: full marks
@@ -16,9 +16,11 @@ Students:
   engine_caller  (labs with FORBIDDEN below) the solution with one exercise
                  function handed to the engine's twin (lab 16: the ring to
                  MPI_Allreduce): every test passes, the rubric's points for
-                 that symbol are taken off, flagged "forbidden"
+                 that symbol are taken off, flagged "forbidden"; lab 14:
+                 the kit's naive_attention on every problem small enough
+                 to pass unseen by the memory check
 
-Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|15|16|17 [--absent WHAT]
+Usage: grade_track2_class.py --grader GRADER --kit . --work DIR --lab 08|09|14|15|16|17 [--absent WHAT]
 --absent WHAT: the lab cannot build here (lab 09 without Open MPI): exit 77
 (meson: skipped), never a pass; so too without the lab's solution and rubric,
 and where bwrap cannot make a sandbox (a chroot), as in the other grader tests.
@@ -50,6 +52,12 @@ WRONG = {
         "student": "const double exposed = transfer_ms;",
         "broken": {"when splitting pays"},
     },
+    "14": {
+        "what": "every row of a query block sees the keys of the block's last row (the causal mask per block)",
+        "solution": "auto n = [&](int r) { return std::min(t.Bc, visible(r) - j0); };",
+        "student": "auto n = [&](int r) { return std::min(t.Bc, visible(R - 1) - j0); };",
+        "broken": {"causal diagonal", "hostile scores", "every head", "one tile of memory"},
+    },
     "15": {
         "what": "attend maps query head h to KV head h % n_kv_heads (interleaved) instead of h / group",
         "solution": "const int kv = h / group;",
@@ -75,6 +83,19 @@ WRONG = {
 # lab -> a student who calls the engine's twin of an exercise function: the
 # solution's line it replaces, the call, and the rubric's symbol.
 FORBIDDEN = {
+    "14": {
+        "solution": "                          Tiles tiles, TileScratch scratch) {",
+        "student": "                          Tiles tiles, TileScratch scratch) {\n"
+                   "    if (shape.S <= 1000) {\n"
+                   "        std::vector<float> qh(std::size_t(shape.T) * shape.D), oh(qh.size());\n"
+                   "        for (int i = 0; i < shape.T; i++) std::copy_n(q + i * shape.ld, shape.D, &qh[i * shape.D]);\n"
+                   "        naive_attention(oh.data(), qh.data(), K, V, {shape.T, shape.S, 1, 1, shape.D});\n"
+                   "        for (int i = 0; i < shape.T; i++) std::copy_n(&oh[i * shape.D], shape.D, out + i * shape.ld);\n"
+                   "        return;\n"
+                   "    }",
+        "include": '#include <vector>\n#include "kernels.hpp"\n',
+        "symbol": "pd::lab14::naive_attention",
+    },
     "15": {
         "solution": "void rms_norm(float* out, const float* x, const float* w, int rows, int dim, float eps) {",
         "student": "void rms_norm(float* out, const float* x, const float* w, int rows, int dim, float eps) {\n"

@@ -14,7 +14,7 @@ The scenarios (in this order; the first builds the engine):
   fake_class          perfect, starter, broken, crashing and slow lab 03 students
   hostile_class       students who attack the grader (grade_hostile_class.py)
   class_08 ... 17     an honest, a wrong, a forging and a forbidden student of
-                      labs 08, 09, 15, 16, 17 (grade_track2_class.py)
+                      labs 08, 09, 14, 15, 16, 17 (grade_track2_class.py)
   hostile_15 ... 17   track 4's attacks (grade_track4_hostile.py)
 --absent-mpi: this build has no Open MPI, so lab 09 cannot build: class_09 is
 skipped. Prints each scenario's result and time, and a failing one's output.
@@ -35,7 +35,7 @@ def scenarios(absent_mpi):
     """(name, script, extra arguments) for each scenario, in the order they run."""
     rows = [("fake_class", "grade_fake_class.py", []),
             ("hostile_class", "grade_hostile_class.py", [])]
-    for lab in ("08", "09", "15", "16", "17"):
+    for lab in ("08", "09", "14", "15", "16", "17"):
         extra = ["--lab", lab]
         if lab == "09" and absent_mpi:
             extra += ["--absent", "Open MPI"]

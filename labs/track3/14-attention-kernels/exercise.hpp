@@ -1,36 +1,57 @@
-// Lab 14: what you write. The inner step of a tiled, flash-style attention
-// kernel: one query row meets its keys one tile at a time and keeps only a
-// running summary of what it has seen, never the whole row of scores.
-// kernels.cpp calls your two functions for every (query row, key tile) pair.
+// Lab 14: what you write. The tiled, flash-style attention of one head: the
+// keys pass in tiles of Bc, the queries in blocks of Br, and each query row
+// keeps a running summary of what it has seen, never its whole row of scores.
+// kernels.cpp's tiled_attention calls your function once per head (the heads
+// run in parallel, each thread with the scratch it hands you).
 #pragma once
 
-#include <limits>
+#include <cstddef>
+#include <span>
 
 namespace pd::lab14 {
 
-// What one query row remembers between key tiles (README "The online softmax").
-// The kernel starts every row with these values and its output row o zeroed.
-struct RowState {
-    float m = -std::numeric_limits<float>::infinity();  // the largest score seen so far
-    float l = 0.0f;                                      // sum over the keys seen of exp(score - m)
+struct Tiles {
+    int Br = 16;  // query rows per block: they share each key tile while it is in cache
+    int Bc = 64;  // keys per tile
 };
 
-// Task 1: fold one tile of n >= 1 keys into the row.
-//   st : the row's state before this tile; after the call, of every key seen, this tile's included
-//   o  : (D) the row's unnormalised output, sum over the keys seen of exp(score - m) * v, for the
-//        m in st: before the call for the old m, after it for the new one
-//   s  : (n) this tile's scores q . k_j / sqrt(D) (finite; as large as +-1e4); yours to overwrite
-//   V  : (n, D) the tile's value rows, contiguous (row j belongs to score s[j])
-// Exact arithmetic is not required, but the result must stay finite and
-// within float rounding of the true softmax weights for scores far outside
-// exp's range (exp(89) is already inf in float).
-// vector_ops.hpp has the loops you need (max_of, exp_shifted_sum, scale_row,
-// add_weighted_rows); calling them keeps your kernel as fast as the naive one.
-void tile_update(RowState& st, float* o, float* s, const float* V, int n, int D);
+// One head of one attention call.
+struct HeadShape {
+    int T = 1;           // queries; query i sits at position S - T + i and sees keys 0 .. S - T + i (causal)
+    int S = 1;           // keys, S >= T
+    int D = 1;           // head dimension
+    std::size_t ld = 1;  // floats from one query row (and one output row) to the next, >= D:
+                         // the heads of a call are interleaved, (T, n_heads, D)
+};
 
-// Task 2: the row's attention output once every key it may see has passed:
-// o (D) in, the softmax-weighted average of the values out.
-// st.l >= 1 here: the largest score's own term is exp(0).
-void finish_row(const RowState& st, float* o, int D);
+// What one query row remembers between key tiles (README "The online softmax").
+struct RowState {
+    float m;  // the largest score seen so far
+    float l;  // sum over the keys seen of exp(score - m)
+};
+
+// The memory your kernel may use besides a few scalars and its output rows,
+// handed in by the caller, uninitialised, for R = min(Br, T) rows:
+struct TileScratch {
+    std::span<float> scores;  // (R, Bc): one query block's scores against one key tile
+    std::span<RowState> rows;  // (R): that block's running states
+};
+
+// The task: out = softmax(q K^T / sqrt(D)) V for one head, causal.
+//   out : (T, D), row i at out + i * ld; write exactly its D floats per row
+//         (between rows lie the other heads' outputs); a row may serve as its
+//         running output o until the row is finished
+//   q   : (T, D), row i at q + i * ld
+//   K, V: (S, D), contiguous rows
+//   shape, tiles: valid (1 <= T <= S, D >= 1, ld >= D, Br >= 1, Bc >= 1):
+//         tiled_attention checks them before it calls you
+//   scratch: everything above; the tests run your kernel with no other memory
+//         to spare: a row of S scores, on the heap or the stack, fails them
+// Scores may lie far outside exp's range (+-1000; exp(89) is already inf in
+// float): the result must stay finite and within float rounding of the exact one.
+// vector_ops.hpp has the loops you need; calling them keeps your kernel as fast
+// per multiply-add and per exponential as the naive one.
+void tiled_attention_head(float* out, const float* q, const float* K, const float* V, const HeadShape& shape,
+                          Tiles tiles, TileScratch scratch);
 
 }  // namespace pd::lab14

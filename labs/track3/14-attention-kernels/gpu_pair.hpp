@@ -1,4 +1,4 @@
-// Lab 14 on the GPU (--device cuda): the same pair, gpu/attention_pair.cuh's
+// Lab 14 on the GPU (--device cuda): the same pair, gpu/kernels/attention_pair.cuh's
 // naive_attention and tiled_attention (the twins of kernels.hpp), on the
 // program's problems. gpu_pair.cpp implements this where the kit has the CUDA
 // backend; no_gpu_pair.cpp, built otherwise, refuses with the reason.
@@ -31,7 +31,7 @@ struct GpuPair {
     Stats naive_ms, tiled_ms;
     std::size_t naive_bytes = 0, tiled_bytes = 0;
 };
-// The GPU tiled kernel's tiles, Br x Bc (gpu/attention_pair.cuh's kFlashBr x
+// The GPU tiled kernel's tiles, Br x Bc (gpu/kernels/attention_pair.cuh's kFlashBr x
 // kFlashBc): compile-time constants there, so the tile sweep is the CPU's alone.
 Tiles gpu_tiles();
 

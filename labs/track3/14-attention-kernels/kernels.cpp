@@ -1,5 +1,7 @@
-// The two kernels of kernels.hpp. Every inner loop is a vector_ops.hpp call,
-// the same for both, so their times differ only by how they use memory.
+// The two kernels of kernels.hpp: the naive one, and the frame of the tiled
+// one around your tiled_attention_head (the heads, the threads, the scratch).
+// Every inner loop is a vector_ops.hpp call, the same for both (yours too, if
+// you call them), so their times differ only by how they use memory.
 #include "kernels.hpp"
 
 #include <algorithm>
@@ -96,28 +98,6 @@ void naive_head(const Head& v, const AttentionShape& s, float* P) {
     }
 }
 
-// Queries i0 .. i0 + rows - 1 of one head. For each key tile: the block's
-// (rows, Bc) scores, then each row folds its own into its state (yours). The
-// tile's K and V come from memory once and serve every row of the block from cache.
-void tiled_block(const Head& v, const AttentionShape& s, Tiles t, int i0, float* St, RowState* st) {
-    const int rows = std::min(t.Br, s.T - i0);
-    const float scale = 1.0f / std::sqrt(float(s.D));
-    for (int r = 0; r < rows; r++) {
-        st[r] = RowState{};
-        std::fill(v.out + (i0 + r) * v.ld, v.out + (i0 + r) * v.ld + s.D, 0.0f);
-    }
-    for (int j0 = 0; j0 < visible(s, i0 + rows - 1); j0 += t.Bc) {
-        const std::size_t k0 = std::size_t(j0) * s.D;
-        // n(r): the keys of this tile row r may see (causal: fewer, or none, near the diagonal).
-        auto n = [&](int r) { return std::min(t.Bc, visible(s, i0 + r) - j0); };
-        for (int r = 0; r < rows; r++)
-            if (n(r) > 0) scores_row(St + r * t.Bc, v.q + (i0 + r) * v.ld, v.K + k0, n(r), s.D, scale);
-        for (int r = 0; r < rows; r++)
-            if (n(r) > 0) tile_update(st[r], v.out + (i0 + r) * v.ld, St + r * t.Bc, v.V + k0, n(r), s.D);
-    }
-    for (int r = 0; r < rows; r++) finish_row(st[r], v.out + (i0 + r) * v.ld, s.D);
-}
-
 }  // namespace
 
 std::size_t naive_attention(float* out, const float* q, const float* K, const float* V, const AttentionShape& s) {
@@ -135,9 +115,11 @@ std::size_t tiled_attention(float* out, const float* q, const float* K, const fl
         throw std::invalid_argument(fmt::format("tiles Br={} Bc={}: both must be at least 1", t.Br, t.Bc));
     const int rows = std::min(t.Br, s.T);
     const Scratch need{std::size_t(rows) * t.Bc, std::size_t(rows), nullptr, nullptr};
+    const HeadShape one{s.T, s.S, s.D, std::size_t(s.n_heads) * s.D};
     for_each_head(s.n_heads, need.floats, need.rows, [&](int h, Scratch& w) {
         const Head v = head_of(out, q, K, V, s, h);
-        for (int i0 = 0; i0 < s.T; i0 += t.Br) tiled_block(v, s, t, i0, w.scores.get(), w.states.get());
+        tiled_attention_head(v.out, v.q, v.K, v.V, one, t,
+                             {{w.scores.get(), need.floats}, {w.states.get(), need.rows}});
     });
     return need.bytes();
 }

@@ -1,14 +1,15 @@
-// Lab 14: naive attention (every score in memory) against a tiled,
-// flash-style kernel (one tile of scores at a time, your tile update inside).
+// Lab 14: naive attention (every score in memory) against your tiled,
+// flash-style kernel (one tile of scores at a time).
 //
 //   [1] check    both kernels on the same inputs agree (exit 1 if not)
 //   [2] prefill  time and scratch of both against prompt length (T = S)
 //   [3] decode   the same for one query over S cached keys
-//   [4] tiles    the tiled kernel's time for several tile sizes at one length
+//   [4] tiles    your kernel's time and scratch for several tile sizes at one
+//                length, beside the naive kernel's there
 //
 // The inputs are random (no model): a small head count, the lengths of a long
 // prompt. Each sweep writes a CSV into --out and plot.py draws it. With
-// --device cuda (or both) the GPU pair of gpu/attention_pair.cuh runs the same
+// --device cuda (or both) the GPU pair of gpu/kernels/attention_pair.cuh runs the same
 // check and sweeps (gpu_pair.hpp), into *_gpu.csv.
 #include <omp.h>
 
@@ -117,7 +118,7 @@ void add_options(lab::CommandLine& cl, Options& o) {
     cl.option("--repeats,-r", o.repeats, "timed runs per point (the median is reported)").show_default();
     cl.option("--decode-calls", o.decode_calls, "decode calls per timed run (one is too short to time)").show_default();
     cl.option("--seed", o.seed, "seed of the random q, K, V").show_default();
-    cl.option("--device", o.device, "cpu, cuda (the GPU pair of gpu/attention_pair.cuh) or both").show_default();
+    cl.option("--device", o.device, "cpu, cuda (the GPU pair of gpu/kernels/attention_pair.cuh) or both").show_default();
     cl.option("--out,-o", o.out, "folder for the CSV files and plots").show_default();
     cl.option("--json", o.json, "also write every result here");
     cl.flag("--no-plot", o.no_plot, "write the CSV files only; print the command that draws them");
@@ -130,10 +131,10 @@ int main(int argc, char** argv) {
     lab::CommandLine cl(
         "Lab 14: the same attention computed two ways, on random inputs (no model needed).\n"
         "  naive  writes every score of a head to memory (T x S floats), softmaxes each row, then P V\n"
-        "  tiled  flash-style: keys in tiles of --bc, queries in blocks of --br; each row keeps a running\n"
-        "         max, sum and output (your tile_update), so only one tile of scores exists at a time\n"
+        "  tiled  yours, flash-style: keys in tiles of --bc, queries in blocks of --br; each row keeps a\n"
+        "         running max, sum and output, so only one tile of scores exists at a time\n"
         "[1] checks that they agree, [2] times both for prefill and [3] for decode against the length,\n"
-        "with the scratch bytes each allocates, [4] times the tiled kernel for several tile sizes.\n"
+        "with the scratch bytes each allocates, [4] times yours for several tile sizes beside the naive one.\n"
         "--device cuda or both: the same pair on the GPU (bf16 inputs; the tiled one on tensor cores).\n"
         "Defaults: lengths 256 .. 8192, 4 heads / 2 KV heads of 64, 2 threads; about a minute.",
         "14-attention-kernels");

@@ -6,7 +6,8 @@
 prefill.csv and decode.csv: time and scratch of both kernels against the length
 (log-log: a quadratic is a line of slope 2, a constant is flat), with the GPU
 pair's prefill_gpu.csv and decode_gpu.csv (--device cuda or both) dashed on
-the same axes; tiles.csv: the tiled kernel's time against the tile size. Needs matplotlib (Debian: apt-get
+the same axes; tiles.csv: the tiled kernel's time against the tile size, the naive
+kernel's at that length as a line. Needs matplotlib (Debian: apt-get
 install python3-matplotlib); exits 4 without it, 2 when DIR holds none of the files.
 """
 import os
@@ -48,9 +49,11 @@ def plot_lengths(plt, by_device, phase, out_dir):
 def plot_tiles(plt, rows, out_dir):
     fig, ax = plt.subplots(figsize=(6, 4.2))
     labels = [f"{int(r['Br'])}x{int(r['Bc'])}" for r in rows]
-    ax.bar(labels, [r["tiled_ms"] for r in rows], color="C1")
+    ax.bar(labels, [r["tiled_ms"] for r in rows], color="C1", label="tiled (yours)")
+    if "naive_ms" in rows[0]:  # older CSV files lack it
+        ax.axhline(rows[0]["naive_ms"], color="C0", linestyle="--", label="naive, same length")
     ax.set(xlabel="tile Br x Bc", ylabel="prefill time (ms, median)", title="tiled kernel against tile size")
-    plot_style.style(ax, legend=False)
+    plot_style.style(ax)
     plot_style.save(fig, out_dir, "tiles")
     plt.close(fig)
 

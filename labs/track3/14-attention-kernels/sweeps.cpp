@@ -1,5 +1,6 @@
-// Lab 14's measurements: random problems, the check of the tiled kernel
-// against the naive one, and the sweeps over lengths and tile sizes.
+// Lab 14's measurements: random problems, the check of your tiled kernel
+// (through tiled_attention, on every head) against the naive one, and the
+// sweeps over lengths and tile sizes.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -67,10 +68,11 @@ std::pair<Stats, Stats> time_both(const Options& o, Problem& p, Tiles t, int cal
     return {summarize(naive), summarize(tiled)};
 }
 
-Stats time_tiled(const Options& o, Problem& p, Tiles t) {
+// One kernel's ms per call (one call a run) over --repeats timed runs after --warmup.
+Stats time_one(const Options& o, Problem& p, bool tiled, Tiles t) {
     std::vector<double> ms;
     for (int run = 0; run < o.warmup + o.repeats; run++) {
-        const double f = time_calls(p, true, t, 1);
+        const double f = time_calls(p, tiled, t, 1);
         if (run >= o.warmup) ms.push_back(f);
     }
     return summarize(ms);
@@ -244,22 +246,29 @@ void sweep_devices(const Options& o, const fs::path& dir, bool decode, json& j) 
 
 // --- [4] tile sizes ----------------------------------------------------------------------
 
+// Your kernel for several tile shapes at one length, beside the naive kernel's
+// time and scratch at that length (one line above the table, a column of the CSV).
 json sweep_tiles(const Options& o, const fs::path& dir) {
     const int L = o.tile_length;
-    std::printf("\n[4] tile sizes: prefill of %d tokens, tiled kernel (median of %d)\n", L, o.repeats);
-    std::printf("  %5s %5s %11s %15s\n", "Br", "Bc", "tiled ms", "scratch");
+    std::printf("\n[4] tile sizes: prefill of %d tokens, your tiled kernel (median of %d)\n", L, o.repeats);
     Problem p = make_problem(o, L, L);
+    const Stats naive = time_one(o, p, false, o.tiles);
+    const std::size_t naive_bytes = run_kernel(p, false, o.tiles);
+    std::printf("  the naive kernel at this length: %.3f ms, scratch %s\n", naive.median,
+                lab::human_bytes(double(naive_bytes)).c_str());
+    std::printf("  %5s %5s %11s %15s\n", "Br", "Bc", "tiled ms", "scratch");
     std::ofstream f(dir / "tiles.csv");
     if (!f) fail("cannot write {}: check that --out is a writable folder", (dir / "tiles.csv").string());
-    f << "Br,Bc,tiled_ms,scratch_bytes\n";
+    f << "Br,Bc,tiled_ms,scratch_bytes,naive_ms,naive_scratch_bytes\n";
     json rows = json::array();
     for (Tiles t : {Tiles{o.tiles.Br, 16}, Tiles{o.tiles.Br, 32}, Tiles{o.tiles.Br, 64}, Tiles{o.tiles.Br, 128},
                     Tiles{o.tiles.Br, 512}, Tiles{1, o.tiles.Bc}, Tiles{4, o.tiles.Bc}, Tiles{64, o.tiles.Bc}}) {
-        const Stats st = time_tiled(o, p, t);
+        const Stats st = time_one(o, p, true, t);
         const std::size_t bytes = run_kernel(p, true, t);
         std::printf("  %5d %5d %11.3f %15s\n", t.Br, t.Bc, st.median, lab::human_bytes(double(bytes)).c_str());
-        f << fmt::format("{},{},{:.6g},{}\n", t.Br, t.Bc, st.median, bytes);
-        rows.push_back({{"Br", t.Br}, {"Bc", t.Bc}, {"tiled_ms", st.median}, {"scratch_bytes", bytes}});
+        f << fmt::format("{},{},{:.6g},{},{:.6g},{}\n", t.Br, t.Bc, st.median, bytes, naive.median, naive_bytes);
+        rows.push_back({{"Br", t.Br}, {"Bc", t.Bc}, {"tiled_ms", st.median}, {"scratch_bytes", bytes},
+                        {"naive_ms", naive.median}, {"naive_scratch_bytes", naive_bytes}});
     }
     return rows;
 }

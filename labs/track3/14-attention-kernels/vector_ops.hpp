@@ -1,4 +1,4 @@
-// Lab 14: the vector loops that both attention kernels and your tile update
+// Lab 14: the vector loops that both attention kernels (the naive one and yours)
 // are made of, written once in Highway (AVX-512, AVX2, NEON and a portable
 // fallback, picked at run time as in src/engine/attention_kernels.cpp).
 //
