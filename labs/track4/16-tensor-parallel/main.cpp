@@ -28,7 +28,6 @@
 #include "base/hardware.hpp"
 #include "exercise.hpp"
 #include "lab_main.hpp"
-#include "load/model_source.hpp"
 #include "measure/roofline.hpp"
 #include "mpi_comm.hpp"
 #include "rank_timeline.hpp"
