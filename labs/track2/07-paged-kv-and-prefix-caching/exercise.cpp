@@ -10,13 +10,6 @@
 
 namespace pd::lab07 {
 
-StudentBlockAllocator::StudentBlockAllocator(int total_blocks)
-    : refcount_(std::size_t(total_blocks), 0), cached_(std::size_t(total_blocks), 0),
-      parked_at_(std::size_t(total_blocks)) {
-    // Lowest ids on top of the stack: a fresh pool hands out 0, 1, 2, ...
-    for (int b = total_blocks - 1; b >= 0; b--) free_.push_back(b);
-}
-
 int StudentBlockAllocator::allocate() {
     TODO_EXERCISE("README task 1: the free stack first; else the front of parked_ (tell on_evict, uncache it)");
 }
@@ -34,13 +27,6 @@ void StudentBlockAllocator::release(int b) {
 void StudentBlockAllocator::set_cached(int b) {
     (void)b;
     TODO_EXERCISE("README task 2: only a held block may be cached");
-}
-
-StudentPrefixCache::StudentPrefixCache(pd::BlockPool& blocks, int block_size)
-    : blocks_(blocks), block_size_(block_size), key_(std::size_t(blocks.total())),
-      parent_(std::size_t(blocks.total())), tokens_(std::size_t(blocks.total()) * std::size_t(block_size)) {
-    block_of_key_.reserve(std::size_t(blocks.total()));
-    blocks_.on_evict = [this](int b) { forget(b); };
 }
 
 std::uint64_t StudentPrefixCache::chain(std::uint64_t parent, std::span<const int> tokens) {

@@ -32,7 +32,13 @@ namespace pd::lab07 {
 //   free   : refcount_[b] == 0 and !cached_[b]  (on free_)
 class StudentBlockAllocator final : public pd::BlockPool {
 public:
-    explicit StudentBlockAllocator(int total_blocks);  // given: every block free
+    // Given: every block free, the lowest ids on top of the stack (a fresh pool
+    // hands out 0, 1, 2, ...).
+    explicit StudentBlockAllocator(int total_blocks)
+        : refcount_(std::size_t(total_blocks), 0), cached_(std::size_t(total_blocks), 0),
+          parked_at_(std::size_t(total_blocks)) {
+        for (int b = total_blocks - 1; b >= 0; b--) free_.push_back(b);
+    }
 
     int total() const override { return int(refcount_.size()); }
     int free_count() const override { return int(free_.size()); }
@@ -69,7 +75,12 @@ private:
 class StudentPrefixCache final : public pd::PrefixIndex {
 public:
     // Given: sizes the per-block arrays and registers forget() as blocks.on_evict.
-    StudentPrefixCache(pd::BlockPool& blocks, int block_size);
+    StudentPrefixCache(pd::BlockPool& blocks, int block_size)
+        : blocks_(blocks), block_size_(block_size), key_(std::size_t(blocks.total())),
+          parent_(std::size_t(blocks.total())), tokens_(std::size_t(blocks.total()) * std::size_t(block_size)) {
+        block_of_key_.reserve(std::size_t(blocks.total()));
+        blocks_.on_evict = [this](int b) { forget(b); };
+    }
     StudentPrefixCache(const StudentPrefixCache&) = delete;
     StudentPrefixCache& operator=(const StudentPrefixCache&) = delete;
 

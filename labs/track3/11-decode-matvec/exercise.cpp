@@ -11,13 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "engine/hwy_config.hpp"  // the instruction sets the engine's kernels are built for
-#undef HWY_TARGET_INCLUDE
-// This file, once per target: labs/meson.build puts its folder first on the include path.
-#define HWY_TARGET_INCLUDE "exercise.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
-
+#include "exercise_per_target.hpp"  // this file, once per target
 #include "todo_exercise.hpp"
 
 HWY_BEFORE_NAMESPACE();

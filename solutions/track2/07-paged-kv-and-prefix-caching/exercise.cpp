@@ -8,13 +8,6 @@
 
 namespace pd::lab07 {
 
-StudentBlockAllocator::StudentBlockAllocator(int total_blocks)
-    : refcount_(std::size_t(total_blocks), 0), cached_(std::size_t(total_blocks), 0),
-      parked_at_(std::size_t(total_blocks)) {
-    // Lowest ids on top of the stack: a fresh pool hands out 0, 1, 2, ...
-    for (int b = total_blocks - 1; b >= 0; b--) free_.push_back(b);
-}
-
 int StudentBlockAllocator::allocate() {
     int b = -1;
     if (!free_.empty()) {
@@ -54,13 +47,6 @@ void StudentBlockAllocator::set_cached(int b) {
     if (refcount_[std::size_t(b)] <= 0)
         throw std::logic_error("block " + std::to_string(b) + " cached while nobody holds it");
     cached_[std::size_t(b)] = 1;
-}
-
-StudentPrefixCache::StudentPrefixCache(pd::BlockPool& blocks, int block_size)
-    : blocks_(blocks), block_size_(block_size), key_(std::size_t(blocks.total())),
-      parent_(std::size_t(blocks.total())), tokens_(std::size_t(blocks.total()) * std::size_t(block_size)) {
-    block_of_key_.reserve(std::size_t(blocks.total()));
-    blocks_.on_evict = [this](int b) { forget(b); };
 }
 
 // FNV-1a over the parent key's and the ids' bytes, then a final avalanche
