@@ -171,10 +171,11 @@ __device__ __forceinline__ void warp_pv(const WarpTiles& w) {
     }
 }
 
-// The online softmax of the lab's tile_update for the warp's 16 rows, one row
-// at a time across the 32 lanes (two of the tile's 64 keys each). Row r is
-// query i0 + r at key tile j0; rows[r] (every lane holds all 16) is its
-// running max and sum. Rows at or past T get P = 0 and keep O = 0.
+// The online softmax of the lab's tiled_attention_head (its fold of one key
+// tile) for the warp's 16 rows, one row at a time across the 32 lanes (two of
+// the tile's 64 keys each). Row r is query i0 + r at key tile j0; rows[r]
+// (every lane holds all 16) is its running max and sum. Rows at or past T get
+// P = 0 and keep O = 0.
 __device__ __forceinline__ void warp_online_softmax(const WarpTiles& w, const AttentionShape& s, int i0, int j0,
                                                     float scale, RunningSoftmax (&rows)[kTile]) {
     const int lane = threadIdx.x % kWarp;

@@ -10,7 +10,7 @@
 //                    queries of one head; the keys pass in tiles of kFlashBc
 //                    through shared memory, and each query row keeps a running
 //                    max m, sum l and unnormalised output o (the online softmax
-//                    of the lab's tile_update). q, K and V are rounded to bf16 on
+//                    of the lab's tiled_attention_head). q, K and V are rounded to bf16 on
 //                    the way into shared memory (exact when they are bf16
 //                    already), the probabilities too; every sum is f32. No score
 //                    leaves the block: its scratch is its shared memory,
